@@ -1,0 +1,471 @@
+"""Configuration for pre-training and fine-tuning.
+
+One config object per stage, as in google-research/electra. Every field has a
+documented default; presets (`model_size`, `debug`) fill in values the user did
+not set, and `--hparams` (a JSON string or a path to a .json file) overrides
+them. Bad hyperparameters raise `ConfigError` (a `UserError`: one paragraph,
+exit code 2) naming the key, the expected type or range, and for an unknown
+key the nearest valid one.
+"""
+
+import difflib
+import json
+import os
+
+from util.errors import UserError
+from util.io_utils import write_json_atomic
+
+
+class ConfigError(UserError):
+  """A hyperparameter is unknown, of the wrong type, out of range or contradictory."""
+
+
+class Field(object):
+  """A hyperparameter: default value, accepted type(s), and what it means."""
+
+  def __init__(self, default, types, doc, choices=None):
+    self.default = default
+    self.types = types if isinstance(types, tuple) else (types,)
+    self.doc = doc
+    self.choices = choices
+
+
+# Transformer sizes of METHOD.md section 8 (ELECTRA's released models).
+MODEL_SIZES = {
+    "small": dict(num_hidden_layers=12, hidden_size=256, num_attention_heads=4,
+                  intermediate_size=1024, embedding_size=128),
+    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
+                 intermediate_size=3072, embedding_size=768),
+    "large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16,
+                  intermediate_size=4096, embedding_size=1024),
+}
+
+# Fields of the transformer that `model_hparam_overrides` may change.
+MODEL_HPARAM_DEFAULTS = dict(
+    vocab_size=30522, hidden_size=256, num_hidden_layers=12,
+    num_attention_heads=4, intermediate_size=1024, embedding_size=128,
+    hidden_act="gelu", hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1, max_position_embeddings=512,
+    type_vocab_size=2, initializer_range=0.02)
+
+_RUN_FIELDS = dict(
+    seed=Field(42, int, "Seed of weights, masking, sampling and data order."),
+    strategy=Field("default", str, "tf.distribute strategy.",
+                   choices=("default", "mirrored", "multi_worker_mirrored",
+                            "tpu")),
+    num_cpu_devices=Field(0, int, "With strategy 'mirrored' and no GPU: split "
+                          "the CPU into this many logical devices (testing)."),
+    mixed_precision=Field("float32", str, "Compute dtype policy; sampling and "
+                          "losses stay in float32.",
+                          choices=("float32", "bfloat16", "float16")),
+    jit_compile=Field(False, bool, "Compile the train step with XLA."),
+    tpu_name=Field(None, (str, type(None)), "Cloud TPU name (strategy tpu)."),
+    tpu_zone=Field(None, (str, type(None)), "Cloud TPU zone."),
+    gcp_project=Field(None, (str, type(None)), "GCP project of the TPU."),
+    model_size=Field("small", str, "Preset of METHOD.md section 8.",
+                     choices=tuple(MODEL_SIZES)),
+    model_hparam_overrides=Field({}, dict, "Transformer fields to override, "
+                                 "e.g. {\"hidden_size\": 128}."),
+    embedding_size=Field(None, (int, type(None)), "Token embedding width; "
+                         "None takes the model size's."),
+    vocab_size=Field(30522, int, "Vocabulary size; must match vocab.txt."),
+    do_lower_case=Field(True, bool, "Lower-case (and strip accents) text."),
+    max_seq_length=Field(128, int, "Tokens per example."),
+    learning_rate=Field(5e-4, (float, int), "Peak learning rate."),
+    weight_decay_rate=Field(0.01, (float, int), "AdamW weight decay (not on "
+                            "LayerNorm or bias)."),
+    debug=Field(False, bool, "Tiny run: few steps, small batches."),
+    log_every=Field(100, int, "Steps between progress lines."),
+)
+
+_PRETRAIN_FIELDS = dict(
+    do_train=Field(True, bool, "Pre-train."),
+    do_eval=Field(False, bool, "Evaluate the last checkpoint."),
+    electra_objective=Field(True, bool, "False trains a plain MLM (BERT)."),
+    gen_weight=Field(1.0, (float, int), "Weight of the MLM loss."),
+    disc_weight=Field(50.0, (float, int), "lambda_D, weight of the "
+                      "discriminator loss."),
+    mask_prob=Field(0.15, (float, int), "Fraction of tokens masked."),
+    lr_decay_power=Field(1.0, (float, int), "1.0 is linear decay to 0."),
+    num_warmup_steps=Field(10000, int, "Linear warmup steps."),
+    iterations_per_loop=Field(200, int, "Train steps per tf.function call."),
+    save_checkpoints_steps=Field(1000, int, "Steps between checkpoints."),
+    num_train_steps=Field(1000000, int, "Total train steps."),
+    num_eval_steps=Field(100, int, "Eval batches."),
+    keep_checkpoint_max=Field(5, int, "Checkpoints kept."),
+    eval_every=Field(0, int, "Evaluate every this many steps (0: only at "
+                     "the end with do_eval)."),
+    untied_generator_embeddings=Field(False, bool, "Give G its own "
+                                      "embeddings."),
+    untied_generator=Field(True, bool, "G is its own transformer (ELECTRA's "
+                           "default); False shares D's weights."),
+    generator_layers=Field(1.0, (float, int), "G's layers as a fraction of "
+                           "D's."),
+    generator_hidden_size=Field(0.25, (float, int), "G's hidden size as a "
+                                "fraction of D's."),
+    disallow_correct=Field(False, bool, "Never sample the original token."),
+    temperature=Field(1.0, (float, int), "Sampling temperature of p_G."),
+    train_batch_size=Field(128, int, "Global train batch."),
+    eval_batch_size=Field(128, int, "Global eval batch."),
+    adam_epsilon=Field(1e-6, (float, int), "AdamW epsilon."),
+    clip_norm=Field(1.0, (float, int), "Gradient clipping global norm."),
+    # Learned replacement sampling (METHOD.md sections 2-5).
+    sampling=Field("mlm", str, "Replacement sampler: 'mlm' (ELECTRA, from "
+                   "p_G), 'uniform', 'hp_loss' or 'hp_dist'.",
+                   choices=("mlm", "uniform", "hp_loss", "hp_dist")),
+    focal_gamma=Field(0.0, (float, int), "Focal MLM loss gamma; 0 is "
+                      "cross-entropy. Our choice: 0 default, 1 in HP runs."),
+    sampling_weight=Field(1.0, (float, int), "lambda_S, weight of the "
+                          "sampling-head loss."),
+    sampling_warmup_steps=Field(0, int, "Sample from p_G for this many steps "
+                                "while the sampling head trains."),
+    disc_importance_weighting=Field(False, bool, "Weight D's loss at masked "
+                                    "positions by p_G/p_S (ablation)."),
+    hp_dist_weight_clip=Field(10.0, (float, int), "HP-Dist: clip the "
+                              "self-normalised importance weights here."),
+    hp_loss_min_estimate=Field(1e-6, (float, int), "HP-Loss: clamp L^_D "
+                               "from below before its log."),
+    relative_position=Field(False, bool, "T5-style relative position bias in "
+                            "G and D."),
+    relative_num_buckets=Field(32, int, "Relative position buckets."),
+    relative_max_distance=Field(128, int, "Largest bucketed distance."),
+    max_predictions_per_seq=Field(None, (int, type(None)), "None: "
+                                  "int((mask_prob + 0.005) * max_seq_length)."),
+    pretrain_tfrecords=Field(None, (str, type(None)), "Shard glob; default "
+                             "<data-dir>/pretrain_tfrecords/"
+                             "pretrain_data.tfrecord*."),
+    eval_tfrecords=Field(None, (str, type(None)), "Held-out shard glob for "
+                         "evaluation; default: the train glob."),
+    vocab_file=Field(None, (str, type(None)), "Default <data-dir>/vocab.txt."),
+    model_dir=Field(None, (str, type(None)), "Default "
+                    "<data-dir>/models/<model-name>."),
+    shuffle_buffer=Field(10000, int, "Examples in the shuffle buffer."),
+)
+
+_FINETUNE_FIELDS = dict(
+    task_names=Field(["sst"], list, "Tasks to fine-tune, in turn."),
+    do_train=Field(True, bool, "Fine-tune."),
+    do_eval=Field(True, bool, "Evaluate on dev."),
+    write_test_outputs=Field(False, bool, "Write test-set predictions."),
+    num_trials=Field(1, int, "Trials with different seeds."),
+    init_checkpoint=Field(None, (str, type(None)), "Checkpoint to start from; "
+                          "default: the pre-trained model in model_dir."),
+    layerwise_lr_decay=Field(0.8, (float, int), "Layer-wise LR decay; top "
+                             "layer gets the base rate."),
+    num_train_epochs=Field(3.0, (float, int), "Training epochs."),
+    warmup_proportion=Field(0.1, (float, int), "Warmup fraction of steps."),
+    train_batch_size=Field(32, int, "Global train batch."),
+    eval_batch_size=Field(32, int, "Eval batch."),
+    predict_batch_size=Field(32, int, "Prediction batch."),
+    adam_epsilon=Field(1e-6, (float, int), "AdamW epsilon."),
+    clip_norm=Field(1.0, (float, int), "Gradient clipping global norm."),
+    max_query_length=Field(64, int, "SQuAD: query tokens."),
+    doc_stride=Field(128, int, "SQuAD: window stride."),
+    n_best_size=Field(20, int, "SQuAD: n-best spans."),
+    max_answer_length=Field(30, int, "SQuAD: longest answer in tokens."),
+    answerable_weight=Field(0.5, (float, int), "SQuAD 2.0: weight of the "
+                            "answerability loss."),
+    relative_position=Field(False, bool, "Must match the pre-trained model."),
+    relative_num_buckets=Field(32, int, "Must match the pre-trained model."),
+    relative_max_distance=Field(128, int, "Must match the pre-trained model."),
+    vocab_file=Field(None, (str, type(None)), "Default <data-dir>/vocab.txt."),
+    model_dir=Field(None, (str, type(None)), "Default "
+                    "<data-dir>/models/<model-name>."),
+)
+
+PRETRAIN_FIELDS = dict(_RUN_FIELDS, **_PRETRAIN_FIELDS)
+FINETUNE_FIELDS = dict(_RUN_FIELDS, **_FINETUNE_FIELDS)
+FINETUNE_FIELDS["learning_rate"] = Field(3e-4, (float, int), "Peak LR.")
+FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.")
+
+
+def load_hparams(hparams):
+  """Parses `--hparams`: a JSON object string, a path to a .json file, or None."""
+  if hparams is None or hparams == "":
+    return {}
+  if isinstance(hparams, dict):
+    return dict(hparams)
+  text = hparams
+  source = "--hparams"
+  if not hparams.lstrip().startswith("{"):
+    if not os.path.exists(hparams):
+      raise ConfigError("--hparams %r is neither a JSON object nor an "
+                        "existing .json file." % hparams)
+    source = hparams
+    with open(hparams) as f:
+      text = f.read()
+  try:
+    parsed = json.loads(text)
+  except ValueError as e:
+    raise ConfigError("%s is not valid JSON: %s." % (source, e))
+  if not isinstance(parsed, dict):
+    raise ConfigError("%s must hold a JSON object of hyperparameters, got %s."
+                      % (source, type(parsed).__name__))
+  return parsed
+
+
+def _type_names(types):
+  names = {int: "int", float: "float", bool: "bool", str: "string",
+           dict: "object", list: "list", type(None): "null"}
+  return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def _check_value(key, value, field):
+  ok = any(isinstance(value, t) for t in field.types)
+  # bool is an int in Python; a bool where a number is expected is a mistake.
+  if isinstance(value, bool) and bool not in field.types:
+    ok = False
+  if not ok:
+    raise ConfigError("hparam %r must be %s, got %s %r." % (
+        key, _type_names(field.types), type(value).__name__, value))
+  if field.choices and value not in field.choices:
+    raise ConfigError("hparam %r must be one of %s, got %r." % (
+        key, ", ".join(repr(c) for c in field.choices), value))
+
+
+def _unknown_key_error(key, valid, what="hparam"):
+  near = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.5)
+  hint = (" Did you mean %r?" % near[0]) if near else ""
+  return ConfigError("unknown %s %r.%s Valid keys: %s." % (
+      what, key, hint, ", ".join(sorted(valid))))
+
+
+class _Config(object):
+  """Shared machinery: defaults, presets, user overrides, validation, saving."""
+
+  FIELDS = {}
+
+  def __init__(self, model_name, data_dir, **kwargs):
+    self.model_name = model_name
+    self.data_dir = data_dir
+    for key in kwargs:
+      if key not in self.FIELDS:
+        raise _unknown_key_error(key, self.FIELDS)
+      _check_value(key, kwargs[key], self.FIELDS[key])
+    for key, field in self.FIELDS.items():
+      default = field.default
+      setattr(self, key, dict(default) if isinstance(default, dict) else
+              list(default) if isinstance(default, list) else default)
+    presets = self._presets(kwargs)
+    for key, value in presets.items():
+      if key not in kwargs:
+        setattr(self, key, value)
+    for key, value in kwargs.items():
+      setattr(self, key, value)
+    for key, field in self.FIELDS.items():
+      if field.types == (float, int) and getattr(self, key) is not None:
+        setattr(self, key, float(getattr(self, key)))
+    self.user_hparams = dict(kwargs)
+    self._derive()
+    self._validate()
+
+  def _presets(self, kwargs):
+    return {}
+
+  def _derive(self):
+    self.vocab_file = self.vocab_file or os.path.join(self.data_dir,
+                                                      "vocab.txt")
+    self.model_dir = self.model_dir or os.path.join(self.data_dir, "models",
+                                                    self.model_name)
+    overrides = self.model_hparam_overrides
+    for key in overrides:
+      if key not in MODEL_HPARAM_DEFAULTS:
+        raise _unknown_key_error(key, MODEL_HPARAM_DEFAULTS,
+                                 "model_hparam_overrides key")
+    model = dict(MODEL_HPARAM_DEFAULTS)
+    model.update(MODEL_SIZES[self.model_size])
+    model["vocab_size"] = self.vocab_size
+    if self.embedding_size is not None:
+      model["embedding_size"] = self.embedding_size
+    model.update(overrides)
+    self.model_hparams = model
+    self.vocab_size = model["vocab_size"]
+    self.embedding_size = model["embedding_size"]
+
+  def _validate(self):
+    m = self.model_hparams
+    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size", "embedding_size", "vocab_size",
+                "max_seq_length", "train_batch_size", "eval_batch_size",
+                "log_every"):
+      value = m[key] if key in m else getattr(self, key)
+      if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError("hparam %r must be an integer >= 1, got %r." %
+                          (key, value))
+    if m["hidden_size"] % m["num_attention_heads"]:
+      raise ConfigError(
+          "hidden_size %d is not divisible by num_attention_heads %d." %
+          (m["hidden_size"], m["num_attention_heads"]))
+    if self.max_seq_length > m["max_position_embeddings"]:
+      raise ConfigError(
+          "max_seq_length %d exceeds max_position_embeddings %d." %
+          (self.max_seq_length, m["max_position_embeddings"]))
+    for key in ("learning_rate", "weight_decay_rate", "adam_epsilon",
+                "clip_norm"):
+      if getattr(self, key) < 0:
+        raise ConfigError("hparam %r must be >= 0, got %r." %
+                          (key, getattr(self, key)))
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      if not 0 <= m[key] < 1:
+        raise ConfigError("model hparam %r must be in [0, 1), got %r." %
+                          (key, m[key]))
+    if self.strategy == "tpu" and not self.tpu_name:
+      raise ConfigError("strategy 'tpu' needs hparam 'tpu_name'.")
+    if self.num_cpu_devices < 0:
+      raise ConfigError("hparam 'num_cpu_devices' must be >= 0.")
+
+  def to_dict(self):
+    d = {key: getattr(self, key) for key in self.FIELDS}
+    d.update(model_name=self.model_name, data_dir=self.data_dir,
+             model_hparams=self.model_hparams)
+    d.update(self._derived_dict())
+    return d
+
+  def _derived_dict(self):
+    return {}
+
+  def save(self, path=None):
+    """Writes the effective config atomically (default <model_dir>/config.json)."""
+    path = path or os.path.join(self.model_dir, "config.json")
+    write_json_atomic(path, self.to_dict())
+    return path
+
+  def __repr__(self):
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+class PretrainingConfig(_Config):
+  """Hyperparameters of pre-training; defaults are ELECTRA-Small's."""
+
+  FIELDS = PRETRAIN_FIELDS
+
+  def _presets(self, kwargs):
+    size = kwargs.get("model_size", "small")
+    presets = {}
+    if size == "base":
+      presets.update(learning_rate=2e-4, train_batch_size=256,
+                     max_seq_length=512, num_train_steps=766000,
+                     generator_hidden_size=1.0 / 3)
+    elif size == "large":
+      presets.update(learning_rate=2e-4, train_batch_size=2048,
+                     max_seq_length=512, num_train_steps=400000,
+                     mask_prob=0.25)
+    if kwargs.get("sampling") in ("hp_loss", "hp_dist"):
+      presets.update(focal_gamma=1.0)
+    if kwargs.get("debug"):
+      presets.update(train_batch_size=8, eval_batch_size=4,
+                     num_train_steps=20, iterations_per_loop=1,
+                     num_eval_steps=2, save_checkpoints_steps=10,
+                     num_warmup_steps=2, log_every=1)
+    return presets
+
+  def _derive(self):
+    super(PretrainingConfig, self)._derive()
+    self.pretrain_tfrecords = self.pretrain_tfrecords or os.path.join(
+        self.data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*")
+    self.eval_tfrecords = self.eval_tfrecords or self.pretrain_tfrecords
+    if self.max_predictions_per_seq is None:
+      self.max_predictions_per_seq = max(
+          1, int((self.mask_prob + 0.005) * self.max_seq_length))
+    m = self.model_hparams
+    gen = dict(m)
+    if self.untied_generator:
+      gen["hidden_size"] = max(1, int(round(
+          m["hidden_size"] * self.generator_hidden_size)))
+      gen["num_hidden_layers"] = max(1, int(round(
+          m["num_hidden_layers"] * self.generator_layers)))
+      gen["intermediate_size"] = 4 * gen["hidden_size"]
+      gen["num_attention_heads"] = max(1, gen["hidden_size"] // 64)
+    self.generator_hparams = gen
+
+  def _validate(self):
+    super(PretrainingConfig, self)._validate()
+    if not 0 < self.mask_prob < 1:
+      raise ConfigError("hparam 'mask_prob' must be in (0, 1), got %r." %
+                        self.mask_prob)
+    for key in ("gen_weight", "disc_weight", "sampling_weight", "focal_gamma",
+                "sampling_warmup_steps", "num_warmup_steps"):
+      if getattr(self, key) < 0:
+        raise ConfigError("hparam %r must be >= 0, got %r." %
+                          (key, getattr(self, key)))
+    for key in ("iterations_per_loop", "save_checkpoints_steps",
+                "num_train_steps", "num_eval_steps", "keep_checkpoint_max",
+                "max_predictions_per_seq", "relative_num_buckets",
+                "relative_max_distance", "shuffle_buffer"):
+      if getattr(self, key) < 1:
+        raise ConfigError("hparam %r must be >= 1, got %r." %
+                          (key, getattr(self, key)))
+    if self.temperature <= 0:
+      raise ConfigError("hparam 'temperature' must be > 0, got %r." %
+                        self.temperature)
+    if self.hp_dist_weight_clip <= 0 or self.hp_loss_min_estimate <= 0:
+      raise ConfigError("hparams 'hp_dist_weight_clip' and "
+                        "'hp_loss_min_estimate' must be > 0.")
+    for key in ("generator_hidden_size", "generator_layers"):
+      if not 0 < getattr(self, key) <= 1:
+        raise ConfigError("hparam %r is a fraction of the discriminator and "
+                          "must be in (0, 1], got %r." %
+                          (key, getattr(self, key)))
+    if self.max_predictions_per_seq > self.max_seq_length - 2:
+      raise ConfigError(
+          "max_predictions_per_seq %d does not fit max_seq_length %d." %
+          (self.max_predictions_per_seq, self.max_seq_length))
+    if self.gen_weight == 0 and self.sampling == "mlm":
+      raise ConfigError("gen_weight 0 leaves the MLM generator untrained "
+                        "while sampling 'mlm' samples from it; use sampling "
+                        "'uniform' for an untrained generator.")
+    if self.disc_importance_weighting and self.sampling not in ("hp_loss",
+                                                                "hp_dist"):
+      raise ConfigError("disc_importance_weighting weights by p_G/p_S and "
+                        "needs sampling 'hp_loss' or 'hp_dist', not %r." %
+                        self.sampling)
+    if not self.electra_objective and self.sampling != "mlm":
+      raise ConfigError("electra_objective false trains a plain MLM and "
+                        "cannot use sampling %r." % self.sampling)
+    if self.do_train is False and self.do_eval is False:
+      raise ConfigError("do_train and do_eval are both false: nothing to do.")
+    if not self.untied_generator and (self.generator_hidden_size != 1 or
+                                      self.generator_layers != 1):
+      raise ConfigError("untied_generator false shares the discriminator's "
+                        "transformer, so generator_hidden_size and "
+                        "generator_layers must be 1.0.")
+
+  def _derived_dict(self):
+    return dict(generator_hparams=self.generator_hparams)
+
+
+class FinetuningConfig(_Config):
+  """Hyperparameters of fine-tuning; defaults are ELECTRA-Small's."""
+
+  FIELDS = FINETUNE_FIELDS
+
+  def _presets(self, kwargs):
+    size = kwargs.get("model_size", "small")
+    presets = {}
+    if size == "base":
+      presets.update(learning_rate=1e-4)
+    elif size == "large":
+      presets.update(learning_rate=5e-5, layerwise_lr_decay=0.9)
+    if kwargs.get("debug"):
+      presets.update(num_train_epochs=1.0, train_batch_size=8,
+                     eval_batch_size=8, log_every=1)
+    return presets
+
+  def _validate(self):
+    super(FinetuningConfig, self)._validate()
+    if not self.task_names or not all(isinstance(t, str)
+                                      for t in self.task_names):
+      raise ConfigError("hparam 'task_names' must be a non-empty list of "
+                        "task names.")
+    if not 0 < self.layerwise_lr_decay <= 1:
+      raise ConfigError("hparam 'layerwise_lr_decay' must be in (0, 1], got "
+                        "%r." % self.layerwise_lr_decay)
+    if not 0 <= self.warmup_proportion < 1:
+      raise ConfigError("hparam 'warmup_proportion' must be in [0, 1).")
+    for key in ("num_trials", "max_query_length", "doc_stride", "n_best_size",
+                "max_answer_length", "predict_batch_size"):
+      if getattr(self, key) < 1:
+        raise ConfigError("hparam %r must be >= 1, got %r." %
+                          (key, getattr(self, key)))
+    if self.num_train_epochs <= 0:
+      raise ConfigError("hparam 'num_train_epochs' must be > 0.")

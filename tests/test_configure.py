@@ -1,0 +1,95 @@
+"""Config defaults, presets, hparams parsing and errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import configure
+from configure import ConfigError, FinetuningConfig, PretrainingConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_defaults_are_electra_small():
+  c = PretrainingConfig("m", "/data")
+  assert c.model_hparams["hidden_size"] == 256
+  assert c.model_hparams["num_hidden_layers"] == 12
+  assert c.embedding_size == 128
+  assert c.learning_rate == 5e-4 and c.disc_weight == 50.0
+  assert c.max_predictions_per_seq == int((0.15 + 0.005) * 128)
+  assert c.generator_hparams["hidden_size"] == 64
+  assert c.vocab_file == os.path.join("/data", "vocab.txt")
+  assert c.model_dir == os.path.join("/data", "models", "m")
+  assert c.sampling == "mlm" and c.focal_gamma == 0.0
+
+
+def test_presets_and_user_values_win():
+  c = PretrainingConfig("m", "/d", model_size="base", learning_rate=1e-3)
+  assert c.model_hparams["hidden_size"] == 768
+  assert c.learning_rate == 1e-3
+  assert c.train_batch_size == 256
+  assert PretrainingConfig("m", "/d", sampling="hp_loss").focal_gamma == 1.0
+  assert PretrainingConfig("m", "/d", sampling="hp_dist",
+                           focal_gamma=0).focal_gamma == 0.0
+  assert PretrainingConfig("m", "/d", debug=True).num_train_steps == 20
+  f = FinetuningConfig("m", "/d", model_size="large")
+  assert f.layerwise_lr_decay == 0.9
+
+
+def test_unknown_key_suggests_near_miss():
+  with pytest.raises(ConfigError, match="Did you mean 'mask_prob'"):
+    PretrainingConfig("m", "/d", mask_prb=0.2)
+  with pytest.raises(ConfigError, match="Did you mean 'hidden_size'"):
+    PretrainingConfig("m", "/d", model_hparam_overrides={"hiden_size": 8})
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(train_batch_size="8"), "must be int"),
+    (dict(learning_rate=True), "must be float or int"),
+    (dict(mask_prob=1.0), r"\(0, 1\)"),
+    (dict(mask_prob=0.0), r"\(0, 1\)"),
+    (dict(disc_weight=-1.0), ">= 0"),
+    (dict(train_batch_size=0), ">= 1"),
+    (dict(sampling="hp"), "must be one of"),
+    (dict(model_hparam_overrides={"hidden_size": 30,
+                                  "num_attention_heads": 4}), "divisible"),
+    (dict(disc_importance_weighting=True), "needs sampling"),
+    (dict(max_seq_length=1024), "max_position_embeddings"),
+    (dict(do_train=False, do_eval=False), "nothing to do"),
+])
+def test_bad_values_are_refused(bad, match):
+  with pytest.raises(ConfigError, match=match):
+    PretrainingConfig("m", "/d", **bad)
+
+
+def test_hparams_from_json_string_and_file(tmp_path):
+  assert configure.load_hparams('{"seed": 3}') == {"seed": 3}
+  path = tmp_path / "h.json"
+  path.write_text(json.dumps({"sampling": "hp_dist"}))
+  assert configure.load_hparams(str(path)) == {"sampling": "hp_dist"}
+  with pytest.raises(ConfigError, match="not valid JSON"):
+    configure.load_hparams('{"seed": }')
+  with pytest.raises(ConfigError, match="JSON object"):
+    configure.load_hparams("[1, 2]")
+  with pytest.raises(ConfigError, match="neither"):
+    configure.load_hparams(str(tmp_path / "missing.json"))
+
+
+def test_save_is_complete_json(tmp_path):
+  c = PretrainingConfig("m", str(tmp_path), sampling="hp_loss")
+  path = c.save()
+  saved = json.loads(open(path).read())
+  assert saved["sampling"] == "hp_loss" and saved["focal_gamma"] == 1.0
+  assert saved["model_hparams"]["hidden_size"] == 256
+  assert not [f for f in os.listdir(os.path.dirname(path))
+              if f.startswith(".tmp")]
+
+
+def test_finetuning_config_checks():
+  with pytest.raises(ConfigError, match="task_names"):
+    FinetuningConfig("m", "/d", task_names=[])
+  with pytest.raises(ConfigError, match="layerwise_lr_decay"):
+    FinetuningConfig("m", "/d", layerwise_lr_decay=1.5)

@@ -1,0 +1,34 @@
+"""Atomic file writes and small I/O helpers shared by every stage."""
+
+import json
+import os
+import tempfile
+
+
+def write_bytes_atomic(path, data):
+  """Writes `data` to `path` so readers see the old file or the new one, never half.
+
+  The bytes go to a temporary file in the same directory, are flushed to disk
+  and renamed over `path` (rename is atomic within one filesystem).
+  """
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def write_text_atomic(path, text):
+  write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_json_atomic(path, obj):
+  write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
