@@ -76,6 +76,8 @@ _RUN_FIELDS = dict(
                             "LayerNorm or bias)."),
     debug=Field(False, bool, "Tiny run: few steps, small batches."),
     log_every=Field(100, int, "Steps between progress lines."),
+    peak_tflops=Field(0.0, (float, int), "Peak TFLOP/s of one replica's "
+                      "device for MFU; 0 estimates the CPU's."),
 )
 
 _PRETRAIN_FIELDS = dict(

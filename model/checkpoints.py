@@ -1,0 +1,58 @@
+"""Checkpoint paths shared by pre-training and fine-tuning.
+
+Pre-training writes `tf.train.Checkpoint(model=ElectraPretrainingModel,
+optimizer=..., step=...)`; the pre-training model keeps its discriminator
+encoder at `model.discriminator.encoder`. Fine-tuning restores that encoder
+alone (with the embeddings it owns) through the same object path, so the
+generator, the heads and the optimizer slots are not needed.
+"""
+
+import os
+
+import tensorflow as tf
+
+from util.errors import UserError
+
+
+def resolve_checkpoint(path):
+  """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+  if path and tf.io.gfile.isdir(path):
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None:
+      raise UserError("no checkpoint found in directory %s." % path)
+    return latest
+  if not path or not tf.io.gfile.exists(path + ".index"):
+    raise UserError("checkpoint %s not found (expected %s.index)." %
+                    (path, path))
+  return path
+
+
+def discriminator_checkpoint(encoder):
+  """A `tf.train.Checkpoint` mapping `encoder` to the pre-training path."""
+  return tf.train.Checkpoint(model=tf.train.Checkpoint(
+      discriminator=tf.train.Checkpoint(encoder=encoder)))
+
+
+def restore_discriminator(encoder, path):
+  """Loads pre-trained discriminator weights into a built `ElectraEncoder`.
+
+  Args:
+    encoder: an `ElectraEncoder` already called once (variables exist).
+    path: a checkpoint prefix or a directory holding checkpoints.
+  Returns: the checkpoint prefix that was restored.
+  Raises UserError if the checkpoint is missing or has other shapes.
+  """
+  prefix = resolve_checkpoint(path)
+  try:
+    status = discriminator_checkpoint(encoder).restore(prefix)
+    status.expect_partial().assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    raise UserError("checkpoint %s does not match this model's "
+                    "discriminator (different sizes or not an electra-hp "
+                    "checkpoint): %s" % (prefix, str(e).splitlines()[0]))
+  return prefix
+
+
+def pretrained_checkpoint_dir(model_dir):
+  """Where pre-training keeps its checkpoints."""
+  return os.path.join(model_dir, "checkpoints")

@@ -1,0 +1,225 @@
+"""The ELECTRA pre-training model with learned replacement sampling.
+
+One forward pass (METHOD.md sections 1-4):
+
+  masked input -> generator (MLM head, + sampling head in HP modes)
+    -> sampler log-probs over the vocabulary (float32, stop-gradient)
+    -> Gumbel-max draw x'_t per masked position (per-example stateless seeds)
+    -> x~ = x with x'_t scattered in -> discriminator -> z_t per token
+    -> L = gen_weight L_MLM(focal) + sampling_weight L_S + disc_weight L_D,
+       with D read by L_S only through tf.stop_gradient.
+
+Losses are replica shares of global means (model/losses.py), so under a
+`tf.distribute` strategy the shares sum to the loss of the global batch.
+`call` also returns what the analyses of METHOD.md section 6 need.
+"""
+
+import tensorflow as tf
+import tf_keras
+
+from model import encoder as encoder_lib
+from model import generator as generator_lib
+from model import heads
+from model import losses
+from model import sampling
+
+
+class Discriminator(tf_keras.Model):
+  """Encoder + replaced-token head.
+
+  Inputs: dict `input_ids`, `input_mask`, `segment_ids` [batch, seq_len].
+  Output: logits z [batch, seq_len] float32.
+  """
+
+  def __init__(self, encoder, hidden_size, hidden_act="gelu",
+               initializer_range=0.02, **kwargs):
+    super(Discriminator, self).__init__(**kwargs)
+    self.encoder = encoder
+    self.head = heads.ReplacedTokenHead(hidden_size, hidden_act,
+                                        initializer_range,
+                                        name="replaced_token_head")
+
+  def call(self, inputs, training=None):
+    return self.head(self.encoder(inputs, training=training))
+
+
+class ElectraPretrainingModel(tf_keras.Model):
+  """Generator + sampler + discriminator with the combined objective.
+
+  Args:
+    config: a `configure.PretrainingConfig`.
+
+  `call(features, training, step=0, sampler=None)`:
+    features: dict from pretrain/pretrain_data.py: `input_ids`, `input_mask`,
+      `segment_ids`, `masked_input_ids` [batch, seq_len] int32;
+      `masked_lm_positions`, `masked_lm_ids` [batch, P] int32;
+      `masked_lm_weights` [batch, P] float32; `sample_seed` [batch, 2] int32.
+    step: the global step (scalar); before `sampling_warmup_steps` the draw
+      comes from p_G while the sampling head already trains.
+    sampler: overrides `config.sampling` for the draw (analyses: "mlm" draws
+      from p_G on the same batch).
+  Returns a dict of float32 tensors: `total_loss`, `mlm_loss`, `disc_loss`,
+    `sampling_loss` (replica shares of global means); per position [batch, P]:
+    `mlm_loss_per_pos`, `masked_lm_preds`, `gen_max_prob`, `sampled_tokens`,
+    `est_disc_loss`, `actual_disc_loss`, `sample_log_prob`, `generator_log_prob`;
+    per token [batch, seq_len]: `disc_logits`, `disc_probs`, `disc_labels`,
+    `disc_loss_per_token`, `masked_position_mask`.
+  """
+
+  def __init__(self, config, **kwargs):
+    super(ElectraPretrainingModel, self).__init__(**kwargs)
+    self.config = config
+    disc_hparams = config.model_hparams
+    gen_hparams = config.generator_hparams
+    relative = dict(relative_position=config.relative_position,
+                    relative_num_buckets=config.relative_num_buckets,
+                    relative_max_distance=config.relative_max_distance)
+    embeddings = encoder_lib.build_embeddings(disc_hparams)
+    disc_encoder = encoder_lib.build_encoder(disc_hparams, embeddings,
+                                             name="discriminator_encoder",
+                                             **relative)
+    self.discriminator = Discriminator(
+        disc_encoder, disc_hparams["hidden_size"], disc_hparams["hidden_act"],
+        disc_hparams["initializer_range"], name="discriminator")
+    if not config.untied_generator:
+      gen_encoder = disc_encoder
+    else:
+      gen_embeddings = embeddings
+      if config.untied_generator_embeddings:
+        gen_embeddings = encoder_lib.build_embeddings(
+            gen_hparams, name="generator_embeddings")
+      gen_encoder = encoder_lib.build_encoder(
+          gen_hparams, gen_embeddings, name="generator_encoder", **relative)
+    generator_cls = (generator_lib.HardnessPredictionGenerator
+                     if config.sampling in ("hp_loss", "hp_dist") else
+                     generator_lib.MaskedLMGenerator)
+    self.generator = generator_cls(
+        gen_encoder, gen_hparams["embedding_size"], gen_hparams["vocab_size"],
+        gen_hparams["hidden_act"], gen_hparams["initializer_range"],
+        name="generator")
+
+  @property
+  def learns_sampler(self):
+    return self.config.sampling in ("hp_loss", "hp_dist")
+
+  def _draw_log_probs(self, sampler, log_pg, gen_out, original_ids):
+    log_p = sampling.sampler_log_probs(
+        sampler, log_pg, gen_out.get("sampling_scores"), original_ids,
+        self.config.hp_loss_min_estimate)
+    if self.config.disallow_correct:
+      log_p = sampling.forbid_original(log_p, original_ids)
+    return log_p
+
+  def call(self, features, training=None, step=0, sampler=None):
+    c = self.config
+    positions = features["masked_lm_positions"]
+    labels = features["masked_lm_ids"]
+    weights = tf.cast(features["masked_lm_weights"], tf.float32)
+    input_mask = features["input_mask"]
+
+    gen_out = self.generator(features, training=training)
+    mlm_logits = gen_out["mlm_logits"]
+    mlm_loss_per_pos = losses.focal_mlm_loss(mlm_logits, labels,
+                                             c.focal_gamma)
+    mlm_loss = losses.replica_mean(mlm_loss_per_pos, weights)
+    out = dict(mlm_loss_per_pos=mlm_loss_per_pos, mlm_loss=mlm_loss,
+               masked_lm_preds=tf.argmax(mlm_logits, -1,
+                                         output_type=tf.int32))
+    if not c.electra_objective:
+      out["total_loss"] = c.gen_weight * mlm_loss
+      return out
+
+    # The draw: p_G during warmup or when asked, else the configured sampler.
+    log_pg = sampling.generator_log_probs(mlm_logits, c.temperature)
+    configured = sampler or c.sampling
+    log_p_configured = self._draw_log_probs(configured, log_pg, gen_out,
+                                            labels)
+    if configured != "mlm" and sampler is None and c.sampling_warmup_steps:
+      log_p_warm = self._draw_log_probs("mlm", log_pg, gen_out, labels)
+      in_warmup = tf.cast(step, tf.int64) < c.sampling_warmup_steps
+      log_p_draw = tf.where(in_warmup, log_p_warm, log_p_configured)
+    else:
+      log_p_draw = log_p_configured
+    sampled = sampling.gumbel_max_sample(log_p_draw,
+                                         features["sample_seed"])
+    sample_log_prob = sampling.gather_vocab(log_p_draw, sampled)
+    generator_log_prob = sampling.gather_vocab(log_pg, sampled)
+
+    # Replaced-token detection.
+    disc_input_ids = sampling.scatter_replacements(
+        features["input_ids"], positions, sampled, weights)
+    disc_labels = tf.cast(tf.not_equal(disc_input_ids, features["input_ids"]),
+                          tf.int32) * tf.cast(input_mask, tf.int32)
+    disc_logits = self.discriminator(
+        dict(input_ids=disc_input_ids, input_mask=input_mask,
+             segment_ids=features["segment_ids"]), training=training)
+    disc_loss_per_token = losses.discriminator_loss(disc_logits, disc_labels)
+    masked_position_mask = self._masked_position_mask(positions, weights,
+                                                      tf.shape(input_mask))
+    token_weights = tf.cast(input_mask, tf.float32)
+    if c.disc_importance_weighting:
+      ratio = losses.self_normalised_ratio(generator_log_prob,
+                                           sample_log_prob, weights)
+      token_weights = self._scatter_to_tokens(
+          token_weights, positions, ratio, weights)
+    disc_loss = losses.replica_mean(disc_loss_per_token, token_weights)
+    disc_logits_masked = tf.gather(disc_logits, positions, batch_dims=1)
+    actual_disc_loss = tf.gather(disc_loss_per_token, positions, batch_dims=1)
+
+    sampling_loss = tf.constant(0.0)
+    est_disc_loss = tf.zeros_like(weights)
+    if self.learns_sampler:
+      scores = gen_out["sampling_scores"]
+      if c.sampling == "hp_loss":
+        scores_at_sampled = sampling.gather_vocab(scores, sampled)
+        per_pos = losses.hp_loss_sampling_loss(scores_at_sampled,
+                                               disc_logits_masked)
+        est_disc_loss = tf.where(
+            tf.equal(sampled, labels), tf.nn.softplus(-scores_at_sampled),
+            tf.nn.softplus(scores_at_sampled))
+      else:
+        log_ps_all = tf.nn.log_softmax(scores, axis=-1)
+        log_ps = sampling.gather_vocab(log_ps_all, sampled)
+        iw = losses.hp_dist_weights(generator_log_prob, sample_log_prob,
+                                    actual_disc_loss, weights,
+                                    c.hp_dist_weight_clip)
+        per_pos = losses.hp_dist_sampling_loss(log_ps, iw)
+        # p_S / p_G is proportional to the estimated L_D (METHOD.md 6.2).
+        est_disc_loss = tf.exp(log_ps - generator_log_prob)
+      sampling_loss = losses.replica_mean(per_pos, weights)
+      est_disc_loss = tf.stop_gradient(est_disc_loss)
+
+    total = (c.gen_weight * mlm_loss + c.disc_weight * disc_loss +
+             c.sampling_weight * sampling_loss)
+    disc_probs = tf.sigmoid(disc_logits)
+    out.update(
+        total_loss=total, disc_loss=disc_loss, sampling_loss=sampling_loss,
+        gen_max_prob=tf.exp(tf.reduce_max(log_pg, axis=-1)),
+        sampled_tokens=sampled, sample_log_prob=sample_log_prob,
+        generator_log_prob=generator_log_prob,
+        est_disc_loss=est_disc_loss, actual_disc_loss=actual_disc_loss,
+        disc_logits=disc_logits, disc_probs=disc_probs,
+        disc_labels=disc_labels, disc_loss_per_token=disc_loss_per_token,
+        masked_position_mask=masked_position_mask)
+    return out
+
+  @staticmethod
+  def _masked_position_mask(positions, weights, shape):
+    """[batch, seq_len] int32, 1 at real masked positions."""
+    return tf.cast(ElectraPretrainingModel._scatter_to_tokens(
+        tf.zeros(shape, tf.float32), positions, tf.ones_like(weights),
+        weights) > 0, tf.int32)
+
+  @staticmethod
+  def _scatter_to_tokens(base, positions, values, weights):
+    """`base` [batch, seq_len] with `values` [batch, P] at real positions."""
+    batch = tf.shape(positions)[0]
+    rows = tf.tile(tf.range(batch)[:, tf.newaxis], [1, tf.shape(positions)[1]])
+    indices = tf.stack([rows, positions], axis=-1)
+    current = tf.gather_nd(base, indices)
+    updates = tf.where(weights > 0, tf.cast(values, base.dtype), current)
+    # Padding predictions sit at position 0 ([CLS]) and rewrite its value.
+    return tf.tensor_scatter_nd_update(base, indices, updates)
+
+  def get_config(self):
+    return self.config.to_dict()

@@ -1,0 +1,77 @@
+"""The generator: ELECTRA's MLM generator and its hardness-prediction subclass.
+
+`MaskedLMGenerator` is ELECTRA's generator: an encoder over the masked input
+and the tied MLM head at the masked positions. `HardnessPredictionGenerator`
+adds the sampling head of METHOD.md section 3: same body, same tied embedding
+table, its own prediction layer, giving one score u_t(v) per vocabulary entry.
+"""
+
+import tensorflow as tf
+import tf_keras
+
+from model import heads
+
+
+def gather_positions(sequence, positions):
+  """[batch, seq_len, ...] gathered at [batch, num_predictions] positions."""
+  return tf.gather(sequence, positions, batch_dims=1)
+
+
+class MaskedLMGenerator(tf_keras.Model):
+  """Encoder + MLM head.
+
+  Inputs: dict with `masked_input_ids`, `input_mask`, `segment_ids`
+    [batch, seq_len] int32 and `masked_lm_positions` [batch, P] int32.
+  Output: dict with `mlm_logits` [batch, P, vocab] float32.
+  """
+
+  def __init__(self, encoder, embedding_size, vocab_size, hidden_act="gelu",
+               initializer_range=0.02, **kwargs):
+    super(MaskedLMGenerator, self).__init__(**kwargs)
+    self.encoder = encoder
+    self.mlm_head = heads.TiedVocabularyHead(
+        embedding_size, vocab_size, hidden_act, initializer_range,
+        name="mlm_head")
+    self._head_args = (embedding_size, vocab_size, hidden_act,
+                       initializer_range)
+
+  def masked_hidden(self, inputs, training=None):
+    hidden = self.encoder(
+        dict(input_ids=inputs["masked_input_ids"],
+             input_mask=inputs["input_mask"],
+             segment_ids=inputs["segment_ids"]), training=training)
+    return gather_positions(hidden, inputs["masked_lm_positions"])
+
+  def call(self, inputs, training=None):
+    hidden = self.masked_hidden(inputs, training=training)
+    table = self.encoder.embeddings.embedding_table
+    return dict(mlm_logits=self.mlm_head(hidden, table))
+
+  def get_config(self):
+    embedding_size, vocab_size, hidden_act, initializer_range = self._head_args
+    return dict(embedding_size=embedding_size, vocab_size=vocab_size,
+                hidden_act=hidden_act, initializer_range=initializer_range)
+
+
+class HardnessPredictionGenerator(MaskedLMGenerator):
+  """MLM generator with a sampling head (HP-Loss or HP-Dist).
+
+  Output: dict with `mlm_logits` and `sampling_scores` u_t, both
+  [batch, P, vocab] float32. How u_t is read (sigmoid for HP-Loss, softmax
+  for HP-Dist) is the sampler's business (model/sampling.py).
+  """
+
+  def __init__(self, encoder, embedding_size, vocab_size, hidden_act="gelu",
+               initializer_range=0.02, **kwargs):
+    super(HardnessPredictionGenerator, self).__init__(
+        encoder, embedding_size, vocab_size, hidden_act, initializer_range,
+        **kwargs)
+    self.sampling_head = heads.TiedVocabularyHead(
+        embedding_size, vocab_size, hidden_act, initializer_range,
+        name="sampling_head")
+
+  def call(self, inputs, training=None):
+    hidden = self.masked_hidden(inputs, training=training)
+    table = self.encoder.embeddings.embedding_table
+    return dict(mlm_logits=self.mlm_head(hidden, table),
+                sampling_scores=self.sampling_head(hidden, table))

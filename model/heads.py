@@ -1,0 +1,77 @@
+"""Prediction heads: tied-embedding vocabulary head and replaced-token head."""
+
+import tensorflow as tf
+import tf_keras
+from official.modeling import tf_utils
+
+
+def _initializer(initializer_range):
+  return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+
+class TiedVocabularyHead(tf_keras.layers.Layer):
+  """dense(embedding_size, act) -> LayerNorm -> h E^T + b, logits in float32.
+
+  ELECTRA's MLM head; the sampling head is a second instance (own dense,
+  LayerNorm and bias) over the same tied table E.
+
+  Inputs: hidden [batch, num_predictions, hidden] (compute dtype) and
+    `embedding_table` [vocab_size, embedding_size].
+  Output: logits [batch, num_predictions, vocab_size], float32.
+  """
+
+  def __init__(self, embedding_size, vocab_size, hidden_act="gelu",
+               initializer_range=0.02, **kwargs):
+    super(TiedVocabularyHead, self).__init__(**kwargs)
+    self._config = dict(embedding_size=embedding_size, vocab_size=vocab_size,
+                        hidden_act=hidden_act,
+                        initializer_range=initializer_range)
+    self.dense = tf_keras.layers.Dense(
+        embedding_size, activation=tf_utils.get_activation(hidden_act),
+        kernel_initializer=_initializer(initializer_range), name="transform")
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=1e-12, dtype=tf.float32, name="layer_norm")
+    # autocast=False: under a mixed policy the bias is still read in float32,
+    # as the float32 logits it is added to.
+    self.output_bias = self.add_weight(
+        "output_bias", shape=[vocab_size], initializer="zeros",
+        dtype=tf.float32, autocast=False)
+
+  def call(self, hidden, embedding_table):
+    h = self.layer_norm(self.dense(hidden))
+    table = tf.cast(embedding_table, tf.float32)
+    logits = tf.einsum("bpe,ve->bpv", tf.cast(h, tf.float32), table)
+    return logits + self.output_bias
+
+  def get_config(self):
+    config = super(TiedVocabularyHead, self).get_config()
+    config.update(self._config)
+    return config
+
+
+class ReplacedTokenHead(tf_keras.layers.Layer):
+  """dense(hidden, act) -> dense(1): one logit z_t per token.
+
+  Input: [batch, seq_len, hidden]. Output: [batch, seq_len] float32 logits;
+  sigmoid(z_t) = P(token t was replaced).
+  """
+
+  def __init__(self, hidden_size, hidden_act="gelu", initializer_range=0.02,
+               **kwargs):
+    super(ReplacedTokenHead, self).__init__(**kwargs)
+    self._config = dict(hidden_size=hidden_size, hidden_act=hidden_act,
+                        initializer_range=initializer_range)
+    init = _initializer(initializer_range)
+    self.dense = tf_keras.layers.Dense(
+        hidden_size, activation=tf_utils.get_activation(hidden_act),
+        kernel_initializer=init, name="transform")
+    self.logit = tf_keras.layers.Dense(1, kernel_initializer=init,
+                                       name="logit")
+
+  def call(self, hidden):
+    return tf.cast(tf.squeeze(self.logit(self.dense(hidden)), -1), tf.float32)
+
+  def get_config(self):
+    config = super(ReplacedTokenHead, self).get_config()
+    config.update(self._config)
+    return config

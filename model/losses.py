@@ -1,0 +1,105 @@
+"""Losses of METHOD.md sections 1-4, all in float32.
+
+Per-position / per-token functions return unreduced losses; `replica_mean`
+turns them into this replica's share of a *global* weighted mean (the
+denominator is all-reduced), so the shares of all replicas sum to the mean
+over the global batch and gradients match one device exactly.
+"""
+
+import tensorflow as tf
+
+
+def global_sum(x):
+  """Sum of `x` over all replicas (identity without a strategy)."""
+  x = tf.reduce_sum(tf.cast(x, tf.float32))
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return x
+  return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
+
+
+def replica_mean(values, weights):
+  """This replica's share of sum(values * weights) / global sum(weights)."""
+  weights = tf.cast(weights, tf.float32)
+  denominator = tf.maximum(global_sum(weights), 1e-6)
+  return tf.reduce_sum(tf.cast(values, tf.float32) * weights) / denominator
+
+
+def focal_mlm_loss(mlm_logits, labels, gamma):
+  """Focal loss -(1 - p)^gamma log p of the true token, per position.
+
+  Args:
+    mlm_logits: [batch, P, vocab] float32 generator logits.
+    labels: [batch, P] int32 true token ids.
+    gamma: focal gamma; 0 gives exactly the cross-entropy.
+  Returns: [batch, P] float32. The modulating factor is differentiated.
+  """
+  log_probs = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
+  log_p = tf.gather(log_probs, labels, batch_dims=2)
+  if gamma == 0:
+    return -log_p
+  # d(1 - p)^gamma / dp is infinite at p = 1 (float32 rounds a confident p to
+  # exactly 1) for gamma < 1, and inf * log(1) gives a NaN gradient; the floor
+  # keeps it finite (the loss there is 0 either way).
+  one_minus_p = tf.maximum(-tf.math.expm1(log_p), 1e-12)
+  return -tf.pow(one_minus_p, gamma) * log_p
+
+
+def discriminator_loss(disc_logits, labels):
+  """Per-token binary cross-entropy l_t of replaced-token detection.
+
+  Args: disc_logits [batch, seq_len] float32; labels [batch, seq_len], 1 where
+  the token was replaced. Returns [batch, seq_len] float32.
+  """
+  return tf.nn.sigmoid_cross_entropy_with_logits(
+      labels=tf.cast(labels, tf.float32), logits=tf.cast(disc_logits,
+                                                         tf.float32))
+
+
+def hp_loss_sampling_loss(scores_at_sampled, disc_logits_at_masked):
+  """HP-Loss head loss per masked position (METHOD.md section 3a).
+
+  BCE between q_t(x'_t) = sigmoid(u_t(x'_t)) and the target
+  stopgrad(1 - sigmoid(z_t)), the probability D called the placed token
+  original. D is read only through `tf.stop_gradient`.
+
+  Args: scores_at_sampled [batch, P] u_t(x'_t); disc_logits_at_masked
+    [batch, P] z_t at the masked positions. Returns [batch, P] float32.
+  """
+  target = tf.stop_gradient(1.0 - tf.sigmoid(disc_logits_at_masked))
+  return tf.nn.sigmoid_cross_entropy_with_logits(labels=target,
+                                                 logits=scores_at_sampled)
+
+
+def hp_dist_weights(log_pg_at_sampled, log_ps_at_sampled, disc_loss_at_masked,
+                    weights, clip):
+  """Importance weights of HP-Dist, self-normalised over the global batch.
+
+  w_t = p_G(x'_t) L_D(x'_t) / p_sample(x'_t), divided by its mean over the
+  masked positions of the global batch and clipped at `clip`. All inputs are
+  [batch, P]; `weights` marks real predictions. Returns stop-gradient [batch,
+  P] float32.
+  """
+  raw = tf.exp(log_pg_at_sampled - log_ps_at_sampled) * disc_loss_at_masked
+  raw = tf.stop_gradient(raw * tf.cast(weights, tf.float32))
+  mean = global_sum(raw) / tf.maximum(global_sum(weights), 1e-6)
+  return tf.stop_gradient(tf.minimum(raw / tf.maximum(mean, 1e-12), clip))
+
+
+def hp_dist_sampling_loss(log_ps_at_sampled, importance_weights):
+  """HP-Dist head loss per masked position: -w_t log p_S(x'_t | c_t).
+
+  Minimised (in expectation over x' ~ p_sample) at p_S = p*, METHOD.md 3b.
+  """
+  return -tf.stop_gradient(importance_weights) * log_ps_at_sampled
+
+
+def self_normalised_ratio(log_numerator, log_denominator, weights):
+  """exp(log_num - log_den) / its mean over the global batch (stop-gradient).
+
+  Used by `disc_importance_weighting` (p_G / p_S at the placed tokens).
+  """
+  weights = tf.cast(weights, tf.float32)
+  ratio = tf.stop_gradient(tf.exp(log_numerator - log_denominator) * weights)
+  mean = global_sum(ratio) / tf.maximum(global_sum(weights), 1e-6)
+  return ratio / tf.maximum(mean, 1e-12)

@@ -1,0 +1,99 @@
+"""AdamW with linear warmup and decay, per-variable LR multipliers, clipping.
+
+Built on tf-models-official's `AdamWeightDecay` (Adam with decoupled weight
+decay) and its `LinearWarmup` schedule. Two additions:
+  * `lr_multipliers`: {variable name: factor} scales the learning rate of a
+    variable (layer-wise LR decay in fine-tuning). Adam is invariant to the
+    scale of a gradient, so the factor must scale the update, not the gradient.
+  * `apply_clipped_gradients`: all-reduces the per-replica gradients first and
+    clips the *global* gradient norm after, so N replicas compute exactly the
+    update one device computes for the same global batch.
+Unlike the TF1 ELECTRA code, Adam here uses bias correction (Keras's Adam).
+"""
+
+import tensorflow as tf
+import tf_keras
+from official.modeling.optimization import legacy_adamw
+from official.modeling.optimization import lr_schedule
+
+# No weight decay on LayerNorm parameters and biases (BERT/ELECTRA).
+NO_DECAY_PATTERNS = ["layer_norm", "LayerNorm", "bias"]
+
+
+class AdamWeightDecay(legacy_adamw.AdamWeightDecay):
+  """AdamW whose learning rate can be scaled per variable.
+
+  Args:
+    lr_multipliers: optional {variable.name: float}; variables not listed get
+      the base learning rate.
+    Other arguments as `official.modeling.optimization.legacy_adamw`.
+  """
+
+  def __init__(self, lr_multipliers=None, **kwargs):
+    super(AdamWeightDecay, self).__init__(**kwargs)
+    self._lr_multipliers = dict(lr_multipliers or {})
+
+  def _scaled_apply_state(self, var, apply_state):
+    factor = self._lr_multipliers.get(var.name, 1.0)
+    if factor == 1.0 or apply_state is None:
+      return apply_state
+    key = (var.device, var.dtype.base_dtype)
+    coefficients = apply_state.get(key) or self._fallback_apply_state(*key)
+    scaled = dict(coefficients)
+    for name in ("lr_t", "lr"):
+      if name in scaled:
+        scaled[name] = scaled[name] * factor
+    return {key: scaled}
+
+  def _resource_apply_dense(self, grad, var, apply_state=None):
+    return super(AdamWeightDecay, self)._resource_apply_dense(
+        grad, var, self._scaled_apply_state(var, apply_state))
+
+  def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+    return super(AdamWeightDecay, self)._resource_apply_sparse(
+        grad, var, indices, self._scaled_apply_state(var, apply_state))
+
+
+def learning_rate_schedule(learning_rate, num_train_steps, num_warmup_steps,
+                           lr_decay_power=1.0):
+  """Linear warmup to `learning_rate`, then polynomial (linear) decay to 0."""
+  decay = tf_keras.optimizers.schedules.PolynomialDecay(
+      initial_learning_rate=learning_rate, decay_steps=max(1, num_train_steps),
+      end_learning_rate=0.0, power=lr_decay_power)
+  if num_warmup_steps <= 0:
+    return decay
+  return lr_schedule.LinearWarmup(
+      after_warmup_lr_sched=decay, warmup_steps=num_warmup_steps,
+      warmup_learning_rate=0.0)
+
+
+def create_optimizer(learning_rate, num_train_steps, num_warmup_steps,
+                     weight_decay_rate=0.01, epsilon=1e-6, lr_decay_power=1.0,
+                     lr_multipliers=None):
+  """AdamW with ELECTRA's schedule; clip with `apply_clipped_gradients`."""
+  return AdamWeightDecay(
+      learning_rate=learning_rate_schedule(learning_rate, num_train_steps,
+                                           num_warmup_steps, lr_decay_power),
+      weight_decay_rate=weight_decay_rate, beta_1=0.9, beta_2=0.999,
+      epsilon=epsilon, exclude_from_weight_decay=NO_DECAY_PATTERNS,
+      gradient_clip_norm=0.0, lr_multipliers=lr_multipliers)
+
+
+def apply_clipped_gradients(optimizer, grads, variables, clip_norm):
+  """Sums gradients over replicas, clips the global norm, applies them.
+
+  Call inside `strategy.run` (replica context) or outside any strategy.
+  `grads` must already be scaled for the global batch (loss / global batch).
+  Returns the global gradient norm before clipping (a scalar).
+  """
+  grads = [tf.convert_to_tensor(g) for g in grads]
+  replica_context = tf.distribute.get_replica_context()
+  if replica_context is not None:
+    grads = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+  if clip_norm and clip_norm > 0:
+    grads, norm = tf.clip_by_global_norm(grads, clip_norm)
+  else:
+    norm = tf.linalg.global_norm(grads)
+  optimizer.apply_gradients(zip(grads, variables),
+                            experimental_aggregate_gradients=False)
+  return norm

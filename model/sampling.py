@@ -1,0 +1,110 @@
+"""Replacement sampling: p_G, the learned p_S, and Gumbel-max draws.
+
+Everything here runs in float32 and outside the gradient (the draw is not
+differentiated). Distributions are kept as log-probabilities over the
+vocabulary, [batch, P, vocab].
+
+Samplers (config `sampling`):
+  * "mlm": ELECTRA, p_G = softmax(mlm_logits / temperature).
+  * "uniform": every vocabulary entry equally likely.
+  * "hp_loss" (METHOD.md 3a): q = sigmoid(u), estimated discriminator loss
+    L^_D(v) = -log(1 - q(v)) for v != x_t and -log q(x_t) for v = x_t;
+    log p_S = log p_G + log L^_D, normalised.
+  * "hp_dist" (METHOD.md 3b): p_S = softmax(u).
+"""
+
+import tensorflow as tf
+
+SAMPLERS = ("mlm", "uniform", "hp_loss", "hp_dist")
+_NEG = -1e9
+
+
+def generator_log_probs(mlm_logits, temperature=1.0):
+  """log p_G, [batch, P, vocab] float32 (stop-gradient)."""
+  logits = tf.stop_gradient(tf.cast(mlm_logits, tf.float32))
+  return tf.nn.log_softmax(logits / temperature, axis=-1)
+
+
+def hp_loss_estimated_disc_loss(sampling_scores, original_ids):
+  """L^_D(v) for every candidate v, [batch, P, vocab] float32.
+
+  -log(1 - sigmoid(u)) = softplus(u) where v != x_t (D should say
+  "replaced"); -log sigmoid(u) = softplus(-u) at v = x_t (D should say
+  "original").
+  """
+  u = tf.stop_gradient(tf.cast(sampling_scores, tf.float32))
+  is_original = tf.one_hot(original_ids, tf.shape(u)[-1], on_value=True,
+                           off_value=False, dtype=tf.bool)
+  return tf.where(is_original, tf.nn.softplus(-u), tf.nn.softplus(u))
+
+
+def sampler_log_probs(sampler, log_pg, sampling_scores=None,
+                      original_ids=None, min_estimate=1e-6):
+  """log p of the named sampler over the vocabulary, [batch, P, vocab]."""
+  if sampler == "mlm":
+    return log_pg
+  if sampler == "uniform":
+    return tf.fill(tf.shape(log_pg), -tf.math.log(
+        tf.cast(tf.shape(log_pg)[-1], tf.float32)))
+  if sampler == "hp_loss":
+    estimate = hp_loss_estimated_disc_loss(sampling_scores, original_ids)
+    log_ps = log_pg + tf.math.log(tf.maximum(estimate, min_estimate))
+    return tf.nn.log_softmax(log_ps, axis=-1)
+  if sampler == "hp_dist":
+    return tf.nn.log_softmax(
+        tf.stop_gradient(tf.cast(sampling_scores, tf.float32)), axis=-1)
+  raise ValueError("unknown sampler %r; one of %s" % (sampler, SAMPLERS))
+
+
+def forbid_original(log_probs, original_ids):
+  """Sets log p(x_t) to -inf-like and renormalises (`disallow_correct`)."""
+  is_original = tf.one_hot(original_ids, tf.shape(log_probs)[-1],
+                           on_value=True, off_value=False, dtype=tf.bool)
+  return tf.nn.log_softmax(tf.where(is_original, _NEG, log_probs), axis=-1)
+
+
+def per_example_uniform(seeds, shape):
+  """U(0, 1) noise of `shape` per example from stateless seeds.
+
+  Args: seeds [batch, 2] int32/int64, one seed pair per example; shape the
+  per-example shape. Returns [batch] + shape float32. An example's noise
+  depends on its seed only, not on the batch or the replica it lands on.
+  """
+  def one(seed):
+    return tf.random.stateless_uniform(shape, seed=seed,
+                                       minval=1e-20, maxval=1.0)
+  return tf.map_fn(one, seeds, fn_output_signature=tf.float32)
+
+
+def gumbel_max_sample(log_probs, seeds):
+  """Draws x' ~ softmax(log_probs) per position with the Gumbel-max trick.
+
+  Args: log_probs [batch, P, vocab] float32; seeds [batch, 2].
+  Returns sampled ids [batch, P] int32.
+  """
+  shape = tf.shape(log_probs)[1:]
+  gumbel = -tf.math.log(-tf.math.log(per_example_uniform(seeds, shape)))
+  return tf.argmax(log_probs + gumbel, axis=-1, output_type=tf.int32)
+
+
+def gather_vocab(values, ids):
+  """values [batch, P, vocab] at ids [batch, P] -> [batch, P]."""
+  return tf.gather(values, ids, batch_dims=2)
+
+
+def scatter_replacements(input_ids, positions, sampled_ids, weights):
+  """x~: `input_ids` with `sampled_ids` put at the real masked positions.
+
+  Args: input_ids [batch, seq_len]; positions, sampled_ids [batch, P] int32;
+  weights [batch, P] (0 for padding predictions, which are left alone).
+  Returns [batch, seq_len] int32.
+  """
+  original = tf.gather(input_ids, positions, batch_dims=1)
+  updates = tf.where(weights > 0, sampled_ids, original)
+  batch = tf.shape(positions)[0]
+  num = tf.shape(positions)[1]
+  rows = tf.tile(tf.range(batch)[:, tf.newaxis], [1, num])
+  indices = tf.stack([rows, positions], axis=-1)
+  # Padding predictions all point at position 0 with its own token, so the
+  # duplicate writes there agree.
+  return tf.tensor_scatter_nd_update(input_ids, indices, updates)

@@ -1,0 +1,378 @@
+"""Pre-training evaluation: ELECTRA's metrics and the analyses of METHOD.md §6.
+
+Pure numpy (matplotlib only for the plot). The eval loop feeds one dict of
+numpy arrays per batch to `PretrainEvalAccumulator.update`; `result()` gives
+plain floats/lists ready for JSON. Shapes (B batch, P max predictions per
+sequence, L sequence length):
+
+  masked-LM positions [B, P] (need `masked_lm_weights`, 1 real / 0 padding):
+    masked_lm_preds     int    argmax_v p_G(v) at the masked position
+    masked_lm_ids       int    true token x_t
+    mlm_loss_per_pos    float  per-position MLM cross-entropy
+    gen_max_prob        float  max_v p_G(v)
+    sampled_tokens      int    replacement x'_t put at the position
+    est_disc_loss       float  estimated L^_D(x'_t) (HP modes; for HP-Dist any
+                               quantity proportional to it, e.g. p_S / p_G)
+    actual_disc_loss    float  actual L_D(x'_t) (HP modes)
+  token positions [B, L] (need `input_mask`, 1 real token / 0 padding):
+    disc_probs          float  sigma(z_t)
+    disc_labels         int    1 = replaced
+    disc_loss_per_token float  per-token discriminator loss
+    masked_position_mask int   1 at masked positions
+    disc_correct_pG     int    1 where D was right, replacements from p_G
+    disc_correct_pS     int    1 where D was right, replacements from p_S
+
+Any subset may be given; a metric appears in `result()` only if its inputs were
+seen. Where a metric is undefined (no positives for AUC, constant estimates for
+a correlation, nothing counted) it is None and `result()["notes"]` says why.
+
+Choices, differing from the TF1 code where noted:
+- AUC is exact (Mann-Whitney U with average ranks for ties) over real tokens
+  only; the TF1 code used tf.metrics.auc (200 thresholds) over all positions
+  with padding scored as (label 0, prob 0). Memory: ~5 bytes per real token.
+- D predicts "replaced" when sigma(z_t) > 0.5 (the TF1 code's sign(logit)).
+- Probabilities for the histogram are clipped to [0, 1] (float32 softmax can
+  give 1.0000001); the last bin is [0.9, 1.0] including 1.0.
+"""
+
+import io
+import math
+
+import numpy as np
+
+from util.io_utils import write_bytes_atomic, write_json_atomic, write_text_atomic
+
+NUM_HIST_BINS = 10
+HIST_EDGES = np.linspace(0.0, 1.0, NUM_HIST_BINS + 1)
+
+_PRED_KEYS = ("masked_lm_preds", "masked_lm_ids", "masked_lm_weights",
+              "mlm_loss_per_pos", "gen_max_prob", "sampled_tokens",
+              "est_disc_loss", "actual_disc_loss")
+_TOKEN_KEYS = ("disc_probs", "disc_labels", "input_mask", "disc_loss_per_token",
+               "masked_position_mask", "disc_correct_pG", "disc_correct_pS")
+KNOWN_KEYS = frozenset(_PRED_KEYS + _TOKEN_KEYS)
+
+# Row order of the text outputs; other keys follow alphabetically.
+MAIN_METRICS = (
+    "masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
+    "replacement_rate", "disc_loss", "disc_auc", "disc_accuracy",
+    "disc_precision", "disc_recall", "disc_accuracy_masked",
+    "estimator_pearson", "estimator_spearman",
+    "disc_accuracy_pG_all", "disc_accuracy_pS_all",
+    "disc_accuracy_pG_masked", "disc_accuracy_pS_masked",
+    "num_masked", "num_tokens", "num_estimator_pairs")
+
+
+# Metrics that are a weighted mean sum(w * value) / sum(w).
+_MEAN_METRICS = (
+    "masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
+    "disc_accuracy", "disc_accuracy_masked", "disc_loss",
+    "disc_accuracy_pG_all", "disc_accuracy_pG_masked",
+    "disc_accuracy_pS_all", "disc_accuracy_pS_masked")
+
+
+def average_ranks(x):
+  """1-based ranks of `x` [n]; tied values share the mean of their ranks. [n] float64."""
+  x = np.asarray(x).ravel()
+  _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+  last_rank = np.cumsum(counts).astype(np.float64)
+  return (last_rank - (counts - 1) / 2.0)[inverse.ravel()]
+
+
+def exact_auc(scores, labels):
+  """ROC AUC of `scores` [n] for binary `labels` [n], ties counted as 1/2.
+
+  AUC = (sum of positives' ranks - n_pos (n_pos + 1) / 2) / (n_pos n_neg), which
+  equals P(score_pos > score_neg) + P(tie) / 2 over all pairs. None if one class
+  is empty.
+  """
+  labels = np.asarray(labels).ravel() > 0
+  n_pos = int(labels.sum())
+  n_neg = labels.size - n_pos
+  if n_pos == 0 or n_neg == 0:
+    return None
+  rank_sum = average_ranks(scores)[labels].sum()
+  return float((rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def pearson(x, y):
+  """Pearson correlation of `x`, `y` [n]; None if n < 2 or either is constant."""
+  x = np.asarray(x, np.float64).ravel()
+  y = np.asarray(y, np.float64).ravel()
+  if x.size < 2 or x.min() == x.max() or y.min() == y.max():
+    return None
+  dx, dy = x - x.mean(), y - y.mean()
+  r = np.dot(dx, dy) / math.sqrt(np.dot(dx, dx) * np.dot(dy, dy))
+  return float(np.clip(r, -1.0, 1.0))
+
+
+def spearman(x, y):
+  """Spearman correlation (Pearson of average ranks) of `x`, `y` [n], or None."""
+  if np.asarray(x).size < 2:
+    return None
+  return pearson(average_ranks(x), average_ranks(y))
+
+
+def _ratio(num, den, name, notes):
+  if den == 0:
+    notes.append("%s: undefined (nothing counted)" % name)
+    return None
+  return float(num) / float(den)
+
+
+class PretrainEvalAccumulator(object):
+  """Sums and keeps what the metrics need, over any number of eval batches."""
+
+  def __init__(self):
+    self._sums = {}        # name -> float/int running total
+    self._seen = set()     # groups of metrics whose inputs were given
+    self._hist = np.zeros(NUM_HIST_BINS, np.int64)
+    self._auc_probs, self._auc_labels = [], []
+    self._est, self._actual = [], []
+
+  def _add(self, name, value):
+    self._sums[name] = self._sums.get(name, 0) + value
+
+  def update(self, batch):
+    """Adds one batch: a dict of arrays keyed as in the module docstring."""
+    unknown = set(batch) - KNOWN_KEYS
+    if unknown:
+      raise ValueError("unknown eval keys %s; known: %s"
+                       % (sorted(unknown), sorted(KNOWN_KEYS)))
+    b = {k: np.asarray(v) for k, v in batch.items()}
+    self._check_shapes(b, _PRED_KEYS, "masked_lm_weights")
+    self._check_shapes(b, _TOKEN_KEYS, "input_mask")
+    if any(k in b for k in _PRED_KEYS if k != "masked_lm_weights"):
+      self._update_predictions(b)
+    if any(k in b for k in _TOKEN_KEYS if k != "input_mask"):
+      self._update_tokens(b)
+
+  @staticmethod
+  def _check_shapes(b, keys, mask_key):
+    present = [k for k in keys if k in b]
+    if not present or present == [mask_key]:
+      return
+    if mask_key not in b:
+      raise ValueError("eval keys %s need %r" % (present, mask_key))
+    for k in present:
+      if b[k].shape != b[mask_key].shape:
+        raise ValueError("eval key %r has shape %s but %r has %s"
+                         % (k, b[k].shape, mask_key, b[mask_key].shape))
+
+  def _mean(self, name, values, weights):
+    """Accumulates sum(weights * values) and sum(weights) for metric `name`."""
+    self._seen.add(name)
+    values = np.where(weights > 0, values, 0).astype(np.float64)
+    self._add(name, float((weights * values).sum()))
+    self._add(name + "/den", float(weights.sum()))
+
+  def _update_predictions(self, b):
+    real = b["masked_lm_weights"] > 0
+    w = np.where(real, b["masked_lm_weights"], 0).astype(np.float64)
+    self._add("num_masked", int(real.sum()))
+    if ("masked_lm_preds" in b or "sampled_tokens" in b) and "masked_lm_ids" not in b:
+      raise ValueError("masked_lm_preds/sampled_tokens need masked_lm_ids")
+    if "masked_lm_preds" in b:
+      self._mean("masked_lm_accuracy", b["masked_lm_preds"] == b["masked_lm_ids"], w)
+    if "mlm_loss_per_pos" in b:
+      self._mean("masked_lm_loss", b["mlm_loss_per_pos"], w)
+    if "sampled_tokens" in b:
+      self._mean("sampled_masked_lm_accuracy", b["sampled_tokens"] == b["masked_lm_ids"], w)
+    if "gen_max_prob" in b:
+      self._seen.add("hist")
+      p = np.clip(b["gen_max_prob"][real].astype(np.float64), 0.0, 1.0)
+      self._hist += np.histogram(p, bins=HIST_EDGES)[0]
+    if ("est_disc_loss" in b) != ("actual_disc_loss" in b):
+      raise ValueError("est_disc_loss and actual_disc_loss go together")
+    if "est_disc_loss" in b:
+      self._seen.add("estimator")
+      self._est.append(b["est_disc_loss"][real].astype(np.float64))
+      self._actual.append(b["actual_disc_loss"][real].astype(np.float64))
+
+  def _update_tokens(self, b):
+    real = (b["input_mask"] > 0).astype(np.float64)
+    masked = None
+    if "masked_position_mask" in b:
+      masked = real * (b["masked_position_mask"] > 0)
+    if ("disc_probs" in b) != ("disc_labels" in b):
+      raise ValueError("disc_probs and disc_labels go together")
+    if "disc_probs" in b or "disc_loss_per_token" in b:
+      self._add("num_tokens", int(real.sum()))
+    if "disc_probs" in b:
+      self._seen.add("disc")
+      keep = real > 0
+      probs = b["disc_probs"].astype(np.float32)
+      labels = b["disc_labels"] > 0
+      preds = probs > 0.5
+      self._auc_probs.append(probs[keep])
+      self._auc_labels.append(labels[keep])
+      self._add("disc_tp", int((preds & labels & keep).sum()))
+      self._add("disc_fp", int((preds & ~labels & keep).sum()))
+      self._add("disc_fn", int((~preds & labels & keep).sum()))
+      self._mean("disc_accuracy", preds == labels, real)
+      if masked is not None:
+        self._mean("disc_accuracy_masked", preds == labels, masked)
+    if "disc_loss_per_token" in b:
+      self._mean("disc_loss", b["disc_loss_per_token"], real)
+    for src in ("pG", "pS"):
+      key = "disc_correct_" + src
+      if key not in b:
+        continue
+      if masked is None:
+        raise ValueError("%s needs masked_position_mask" % key)
+      self._mean("disc_accuracy_%s_all" % src, b[key] > 0, real)
+      self._mean("disc_accuracy_%s_masked" % src, b[key] > 0, masked)
+
+  def result(self):
+    """Metrics so far: {name: float | int | None | dict}, plus "notes" if any."""
+    s, seen, notes, out = self._sums, self._seen, [], {}
+    for count in ("num_masked", "num_tokens"):
+      if count in s:
+        out[count] = s[count]
+    for name in _MEAN_METRICS:
+      if name in seen:
+        out[name] = _ratio(s[name], s[name + "/den"], name, notes)
+    if "sampled_masked_lm_accuracy" in out:
+      acc = out["sampled_masked_lm_accuracy"]
+      out["replacement_rate"] = None if acc is None else 1.0 - acc
+    if "hist" in seen:
+      total = int(self._hist.sum())
+      out["gen_max_prob_histogram"] = {
+          "bin_edges": [round(float(e), 6) for e in HIST_EDGES],
+          "counts": [int(c) for c in self._hist],
+          "fractions": [float(c) / total if total else 0.0 for c in self._hist]}
+      if not total:
+        notes.append("gen_max_prob_histogram: no masked positions")
+    if "estimator" in seen:
+      est, act = np.concatenate(self._est), np.concatenate(self._actual)
+      out["num_estimator_pairs"] = int(est.size)
+      out["estimator_pearson"] = pearson(est, act)
+      out["estimator_spearman"] = spearman(est, act)
+      if out["estimator_pearson"] is None:
+        notes.append("estimator correlations: undefined (fewer than 2 pairs "
+                     "or constant estimated/actual loss)")
+    if "disc" in seen:
+      tp, fp, fn = s["disc_tp"], s["disc_fp"], s["disc_fn"]
+      out["disc_precision"] = _ratio(tp, tp + fp, "disc_precision (no token "
+                                     "predicted replaced)", notes)
+      out["disc_recall"] = _ratio(tp, tp + fn, "disc_recall (no replaced token)", notes)
+      out["disc_auc"] = exact_auc(np.concatenate(self._auc_probs),
+                                  np.concatenate(self._auc_labels))
+      if out["disc_auc"] is None:
+        notes.append("disc_auc: undefined (all real tokens have one label)")
+    if notes:
+      out["notes"] = notes
+    return out
+
+
+def _ordered_metric_names(names):
+  main = [k for k in MAIN_METRICS if k in names]
+  rest = sorted(k for k in names if k not in MAIN_METRICS
+                and k not in ("notes", "gen_max_prob_histogram", "step"))
+  return main + rest
+
+
+def _fmt(value):
+  if value is None:
+    return "n/a"
+  if isinstance(value, (bool, np.bool_)):
+    return str(value)
+  if isinstance(value, (int, np.integer)):
+    return str(int(value))
+  if isinstance(value, (float, np.floating)):
+    return "%.4f" % value
+  return str(value)
+
+
+def _histogram_lines(hist):
+  lines = ["generator max-probability histogram (masked positions):"]
+  for i, (c, f) in enumerate(zip(hist["counts"], hist["fractions"])):
+    lo, hi = hist["bin_edges"][i], hist["bin_edges"][i + 1]
+    close = "]" if i == len(hist["counts"]) - 1 else ")"
+    lines.append("  [%.1f, %.1f%s %8d  %6.4f  %s"
+                 % (lo, hi, close, c, f, "#" * int(round(40 * f))))
+  return lines
+
+
+def write_results(results, results_dir, name="pretrain_eval", step=None):
+  """Writes `<results_dir>/<name>.json` and a readable `<name>.txt` atomically.
+
+  `step` (the checkpoint's global step) is stored in both. Returns
+  {"json": path, "txt": path}.
+  """
+  payload = dict(results)
+  if step is not None:
+    payload["step"] = int(step)
+  json_path = "%s/%s.json" % (results_dir.rstrip("/"), name)
+  txt_path = "%s/%s.txt" % (results_dir.rstrip("/"), name)
+  write_json_atomic(json_path, payload)
+  lines = ["%s%s" % (name, "" if step is None else " (step %d)" % step)]
+  names = _ordered_metric_names(payload)
+  width = max([len(k) for k in names] + [1])
+  lines += ["  %-*s  %s" % (width, k, _fmt(payload[k])) for k in names]
+  if "gen_max_prob_histogram" in payload:
+    lines += _histogram_lines(payload["gen_max_prob_histogram"])
+  for note in payload.get("notes", []):
+    lines.append("note: %s" % note)
+  write_text_atomic(txt_path, "\n".join(lines) + "\n")
+  return {"json": json_path, "txt": txt_path}
+
+
+def plot_max_prob_histogram(histograms, path, title=None):
+  """Bar chart (PNG) of 10-bin max-probability fractions, one bar series per label.
+
+  `histograms`: {label: [10 fractions]} or {label: results["gen_max_prob_histogram"]}.
+  Uses matplotlib's Agg canvas directly (no pyplot, no global backend change).
+  """
+  from matplotlib.backends.backend_agg import FigureCanvasAgg
+  from matplotlib.figure import Figure
+
+  series = {}
+  for label, h in histograms.items():
+    fractions = h["fractions"] if isinstance(h, dict) else h
+    if len(fractions) != NUM_HIST_BINS:
+      raise ValueError("histogram %r has %d bins, expected %d"
+                       % (label, len(fractions), NUM_HIST_BINS))
+    series[label] = [float(f) for f in fractions]
+  if not series:
+    raise ValueError("no histogram to plot")
+  fig = Figure(figsize=(7, 4.2))
+  FigureCanvasAgg(fig)
+  ax = fig.add_subplot(1, 1, 1)
+  width = 0.8 / len(series)
+  centers = np.arange(NUM_HIST_BINS)
+  for i, (label, fractions) in enumerate(series.items()):
+    ax.bar(centers - 0.4 + width * (i + 0.5), fractions, width, label=str(label))
+  ax.set_xticks(centers)
+  ax.set_xticklabels(["%.1f-%.1f" % (HIST_EDGES[i], HIST_EDGES[i + 1])
+                      for i in range(NUM_HIST_BINS)], rotation=45, fontsize=8)
+  ax.set_xlabel("generator max probability max_v p_G(v | c_t)")
+  ax.set_ylabel("fraction of masked positions")
+  ax.set_title(title or "Generator confidence at masked positions")
+  ax.legend()
+  fig.tight_layout()
+  buf = io.BytesIO()
+  fig.savefig(buf, format="png", dpi=100)
+  write_bytes_atomic(path, buf.getvalue())
+  return path
+
+
+def format_results_table(results_by_run):
+  """Markdown table of the main metrics, one column per run ({run: results}).
+
+  Adds the share of masked positions with max p_G in [0.9, 1] (the paper's
+  over-confidence measure). Missing metrics show "-", undefined ones "n/a".
+  """
+  runs = list(results_by_run)
+  rows = _ordered_metric_names(set().union(*[set(r) for r in results_by_run.values()]))
+  cells = [[k] + [_fmt(results_by_run[r][k]) if k in results_by_run[r] else "-"
+                  for r in runs] for k in rows]
+  if any("gen_max_prob_histogram" in r for r in results_by_run.values()):
+    cells.append(["max_prob_in_[0.9,1]"] + [
+        _fmt(results_by_run[r]["gen_max_prob_histogram"]["fractions"][-1])
+        if "gen_max_prob_histogram" in results_by_run[r] else "-" for r in runs])
+  header = ["metric"] + [str(r) for r in runs]
+  widths = [max(len(row[i]) for row in [header] + cells) for i in range(len(header))]
+  line = lambda row: "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+  sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+  return "\n".join([line(header), sep] + [line(row) for row in cells]) + "\n"

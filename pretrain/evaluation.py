@@ -1,0 +1,85 @@
+"""Pre-training evaluation: ELECTRA's metrics and the analyses of METHOD.md 6.
+
+Runs `num_eval_steps` batches of the eval shards through the model without
+dropout, drawing replacements from the configured sampler; in HP modes the
+same batches are scored a second time with replacements from p_G, for the
+hardness comparison (D's accuracy under p_G versus p_S). Results go to
+`<model_dir>/results/` as JSON and text, the generator's max-probability
+histogram as a PNG.
+"""
+
+import os
+
+import tensorflow as tf
+
+from pretrain import eval_metrics
+from pretrain import pretrain_data
+
+# Model outputs and features the accumulator reads.
+_OUTPUT_KEYS = ("masked_lm_preds", "mlm_loss_per_pos", "gen_max_prob",
+                "sampled_tokens", "disc_probs", "disc_labels",
+                "disc_loss_per_token", "masked_position_mask")
+_FEATURE_KEYS = ("masked_lm_ids", "masked_lm_weights", "input_mask")
+
+
+def _disc_correct(out):
+  predicted = tf.cast(out["disc_probs"] > 0.5, tf.int32)
+  return tf.cast(tf.equal(predicted, out["disc_labels"]), tf.int32)
+
+
+def _make_eval_step(config, model, strategy):
+  learns_sampler = config.sampling in ("hp_loss", "hp_dist")
+
+  def replica_fn(features):
+    out = model(features, training=False, sampler=config.sampling)
+    batch = {k: out[k] for k in _OUTPUT_KEYS if k in out}
+    batch.update({k: features[k] for k in _FEATURE_KEYS})
+    if "disc_probs" not in out:
+      return batch
+    if learns_sampler:
+      batch["est_disc_loss"] = out["est_disc_loss"]
+      batch["actual_disc_loss"] = out["actual_disc_loss"]
+      under_pg = model(features, training=False, sampler="mlm")
+      batch["disc_correct_pG"] = _disc_correct(under_pg)
+      batch["disc_correct_pS"] = _disc_correct(out)
+    else:
+      batch["disc_correct_pG"] = _disc_correct(out)
+    return batch
+
+  @tf.function
+  def eval_step(iterator):
+    return strategy.run(replica_fn, args=(next(iterator),))
+
+  return eval_step
+
+
+def evaluate(config, model, strategy, step, log=print):
+  """Evaluates `model`; writes and returns the results dict."""
+  input_fn = pretrain_data.get_input_fn(config, is_training=False)
+  iterator = iter(strategy.distribute_datasets_from_function(input_fn))
+  eval_step = _make_eval_step(config, model, strategy)
+  accumulator = eval_metrics.PretrainEvalAccumulator()
+  with input_fn.data_errors():
+    for _ in range(config.num_eval_steps):
+      outputs = eval_step(iterator)
+      replicas = [strategy.experimental_local_results(v)
+                  for v in outputs.values()]
+      for i in range(len(replicas[0])):
+        accumulator.update({k: r[i].numpy()
+                            for k, r in zip(outputs.keys(), replicas)})
+  results = accumulator.result()
+  results.update(model_name=config.model_name, sampling=config.sampling,
+                 focal_gamma=config.focal_gamma,
+                 eval_tfrecords=config.eval_tfrecords,
+                 num_eval_steps=config.num_eval_steps)
+  results_dir = os.path.join(config.model_dir, "results")
+  paths = eval_metrics.write_results(results, results_dir, step=step)
+  plot = eval_metrics.plot_max_prob_histogram(
+      {config.model_name: results["gen_max_prob_histogram"]},
+      os.path.join(results_dir, "gen_max_prob_histogram.png"),
+      title="Generator max-probability at masked positions (step %d)" % step)
+  log("Eval at step %d: %s" % (step, ", ".join(
+      "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS
+      if isinstance(results.get(k), float))))
+  log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))
+  return results

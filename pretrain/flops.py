@@ -1,0 +1,51 @@
+"""Analytic FLOPs of one pre-training step (as ELECTRA's flops_computation).
+
+Counts multiply-adds as 2 FLOPs, the dense matmuls and attention of both
+transformers, the heads and the embedding projections; a training step is
+forward + backward = 3x the forward pass. Element-wise work (softmax,
+LayerNorm, GELU, sampling) is ignored, as it is small next to the matmuls.
+"""
+
+import os
+
+
+def _encoder_forward(h, seq, num_layers, ffn, emb):
+  """Forward FLOPs of one encoder over one sequence."""
+  per_layer = (2 * 4 * h * h * seq         # q, k, v and output projections
+               + 2 * 2 * seq * seq * h      # scores and weighted values
+               + 2 * 2 * h * ffn * seq)     # feed-forward
+  projection = 2 * emb * h * seq if emb != h else 0
+  return num_layers * per_layer + projection
+
+
+def _vocab_head_forward(h, emb, vocab, positions):
+  return positions * (2 * h * emb + 2 * emb * vocab)
+
+
+def pretraining_step_flops(config):
+  """Training FLOPs for one global batch of `config` (a PretrainingConfig)."""
+  d, g = config.model_hparams, config.generator_hparams
+  seq, preds = config.max_seq_length, config.max_predictions_per_seq
+  emb = d["embedding_size"]
+  forward = _encoder_forward(d["hidden_size"], seq, d["num_hidden_layers"],
+                             d["intermediate_size"], emb)
+  forward += seq * (2 * d["hidden_size"] * d["hidden_size"] +
+                    2 * d["hidden_size"])                   # RTD head
+  forward += _encoder_forward(g["hidden_size"], seq, g["num_hidden_layers"],
+                              g["intermediate_size"], g["embedding_size"])
+  heads = 2 if config.sampling in ("hp_loss", "hp_dist") else 1
+  forward += heads * _vocab_head_forward(g["hidden_size"], g["embedding_size"],
+                                         g["vocab_size"], preds)
+  return 3 * forward * config.train_batch_size
+
+
+def peak_flops_per_second(peak_tflops=0.0):
+  """Peak FLOP/s for MFU: `peak_tflops` if given, else a CPU estimate.
+
+  The CPU estimate assumes 2.0 GHz and 32 float32 FLOPs per cycle per core
+  (two AVX-512 FMA units); it is a rough ceiling, labelled as an estimate.
+  Returns (flops_per_second, is_estimate).
+  """
+  if peak_tflops and peak_tflops > 0:
+    return peak_tflops * 1e12, False
+  return (os.cpu_count() or 1) * 2.0e9 * 32, True

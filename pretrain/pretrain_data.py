@@ -1,0 +1,354 @@
+"""Pre-training input pipeline: TFRecord shards to masked, batched examples.
+
+Shards (build_pretraining_dataset.py) hold tf.train.Example records with int64
+features input_ids, input_mask and segment_ids, each max_seq_length long.
+
+One input pipeline (one per host under tf.distribute) does
+  sorted glob -> its share of the files (or of the examples, when there are
+  fewer files than pipelines) -> per epoch [training: a seeded file order] ->
+  deterministic parallel interleave, each record tagged with its file key
+  (from seed, epoch and file index) and its record index -> [training:
+  seeded shuffle of the raw records] -> batch (drop_remainder) -> parse to
+  fixed shapes and mask (pretrain/masking.py), vectorised over the batch but
+  with one seed per example -> prefetch.
+
+Every example's masking seed and sample seed are a function of (seed, epoch,
+file index in the sorted glob, record index in the file) and nothing else: the
+same seed gives the same stream run after run on CPU, each epoch masks anew,
+and an example is masked the same whatever the number of replicas or input
+pipelines. Epochs are counted by the pipeline itself (not `.repeat()`) so the
+epoch number is known.
+
+Training and evaluation both repeat (unless num_epochs is given): evaluation
+reads the shards in a fixed order (sorted, interleaved) without shuffling, so num_eval_steps batches
+always exist even for a small held-out set; a second pass over it is masked
+with the next epoch's seeds.
+"""
+
+import contextlib
+import re
+
+from absl import logging
+from google.protobuf.message import DecodeError
+import tensorflow as tf
+
+from model import tokenization
+from pretrain.masking import mask_batch
+from util.errors import UserError
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
+
+# Separate stateless streams derived from the one user seed.
+_ORDER_STREAM = 1
+_MASK_STREAM = 2
+_RNG_ALG = "philox"
+# What TF's example parser says when a record has the wrong features.
+_PARSE_ERROR = re.compile(r"ParseExample|ParseSingleExample|serialized Example")
+
+
+def read_special_ids(vocab_file):
+  """Returns {token: id} for [PAD] [CLS] [SEP] [MASK] of a vocab.txt.
+
+  Raises:
+    UserError: the vocab is missing or lacks a special token (names it).
+  """
+  vocab = tokenization.load_vocab(vocab_file)
+  return {token: vocab[token] for token in SPECIAL_TOKENS}
+
+
+def find_shards(file_pattern):
+  """Sorted list of the files matching `file_pattern`; an error if none."""
+  try:
+    files = sorted(tf.io.gfile.glob(file_pattern))
+  except tf.errors.OpError as e:
+    raise UserError("cannot list TFRecord shards %r: %s" % (
+        file_pattern, _short_message(e)))
+  if not files:
+    raise UserError("no TFRecord shards match %r; build them with "
+                    "build_pretraining_dataset.py, or point hparam "
+                    "'pretrain_tfrecords' / 'eval_tfrecords' at them." %
+                    file_pattern)
+  return files
+
+
+def check_shards(files, max_seq_length):
+  """Reads the first record of each shard and checks its features.
+
+  Cheap (one record per file); a shard corrupted or truncated further in is
+  found during iteration by `InputFn.data_errors`.
+
+  Args:
+    files: shard paths, sorted.
+    max_seq_length: the length every feature must have.
+
+  Returns:
+    (files, file_ids): the non-empty shards and their indices in `files`
+    (empty shards are skipped with a warning; they hold no data).
+  """
+  kept, ids = [], []
+  for index, path in enumerate(files):
+    try:
+      first = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
+    except tf.errors.OpError as e:
+      raise UserError("shard %s is corrupt, truncated or not a TFRecord file "
+                      "(%s); rebuild it with build_pretraining_dataset.py." %
+                      (path, _short_message(e)))
+    if not first:
+      logging.warning("shard %s holds no examples; skipped.", path)
+      continue
+    _check_example(path, first[0], max_seq_length)
+    kept.append(path)
+    ids.append(index)
+  if not kept:
+    raise UserError("all %d shards (%s ...) are empty." % (len(files),
+                                                          files[0]))
+  return kept, ids
+
+
+def _check_example(path, serialized, max_seq_length):
+  try:
+    features = tf.train.Example.FromString(serialized).features.feature
+  except DecodeError:
+    raise UserError("shard %s does not hold tf.train.Example records; it is "
+                    "not a pre-training shard." % path)
+  for name in FEATURE_NAMES:
+    if name not in features:
+      raise UserError("shard %s has no feature %r (it has %s); it is not a "
+                      "pre-training shard." % (path, name,
+                                               ", ".join(sorted(features))))
+    feature = features[name]
+    if feature.WhichOneof("kind") != "int64_list":
+      raise UserError("shard %s: feature %r is not an int64 list." %
+                      (path, name))
+    length = len(feature.int64_list.value)
+    if length != max_seq_length:
+      raise UserError(
+          "shard %s: feature %r has %d values per example but "
+          "max_seq_length is %d; set hparam 'max_seq_length' to %d or "
+          "rebuild the shards with --max-seq-length %d." %
+          (path, name, length, max_seq_length, length, max_seq_length))
+
+
+def _short_message(error):
+  """TF's error message without the function-node and op decorations."""
+  message = re.sub(r"\{\{[^}]*\}\}\s*", "", error.message)
+  message = re.sub(r"\s*\[Op:[^\]]*\].*$", "", message, flags=re.S)
+  return message.strip()
+
+
+def _feature_spec(max_seq_length):
+  return {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+          for name in FEATURE_NAMES}
+
+
+def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
+                 mask_prob, mask_id, special_ids, seed, is_training,
+                 shuffle_buffer=10000, num_epochs=None, num_input_pipelines=1,
+                 input_pipeline_id=0, file_ids=None, cycle_length=4):
+  """The dataset of one input pipeline (see the module docstring).
+
+  Args:
+    files: shard paths in sorted order.
+    batch_size: examples per batch (the per-replica batch).
+    max_seq_length: L.
+    max_predictions_per_seq: P.
+    mask_prob: fraction of the real tokens to predict.
+    mask_id: id of [MASK].
+    special_ids: ids never masked ([CLS], [SEP], [PAD]).
+    seed: Python int; data order, masking and sample seeds derive from it.
+    is_training: shuffle the file order and the records.
+    shuffle_buffer: records in the shuffle buffer (training).
+    num_epochs: passes over the data; None repeats forever.
+    num_input_pipelines, input_pipeline_id: this pipeline's share.
+    file_ids: each file's index used in the seeds (default 0, 1, ...).
+    cycle_length: files read at once.
+
+  Returns:
+    A tf.data.Dataset of dicts with static shapes:
+      input_ids, input_mask, segment_ids, masked_input_ids: [B, L] int32;
+      masked_lm_positions, masked_lm_ids: [B, P] int32;
+      masked_lm_weights: [B, P] float32;
+      sample_seed: [B, 2] int32, the model's seed for sampling replacements.
+  """
+  files = list(files)
+  file_ids = list(range(len(files))) if file_ids is None else list(file_ids)
+  shard_files = len(files) >= num_input_pipelines
+  mine = list(range(len(files)))
+  if shard_files:
+    mine = mine[input_pipeline_id::num_input_pipelines]
+  names = tf.constant(files)
+  ids = tf.constant(file_ids, tf.int64)
+  order_key = tf.constant([seed, _ORDER_STREAM], tf.int64)
+  mask_key = tf.constant([seed, _MASK_STREAM], tf.int64)
+
+  def read_file(position, epoch):
+    # One int32 per (seed, epoch, file); the record index makes the rest of
+    # each example's seeds (StatelessRandomGetKeyCounter scrambles seeds, so
+    # neighbouring ones give unrelated streams).
+    file_key = tf.random.stateless_uniform(
+        [], tf.random.fold_in(tf.random.fold_in(mask_key, epoch, _RNG_ALG),
+                              tf.gather(ids, position), _RNG_ALG),
+        minval=None, maxval=None, dtype=tf.int32, alg=_RNG_ALG)
+    records = tf.data.TFRecordDataset(tf.gather(names, position)).enumerate()
+    return records.map(lambda index, record: (file_key, index, record))
+
+  def read_epoch(epoch):
+    positions = tf.constant(mine, tf.int64)
+    if is_training:
+      positions = tf.random.experimental.stateless_shuffle(
+          positions, tf.random.fold_in(order_key, epoch, _RNG_ALG), _RNG_ALG)
+    return tf.data.Dataset.from_tensor_slices(positions).interleave(
+        lambda position: read_file(position, epoch),
+        cycle_length=min(cycle_length, len(mine)), block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+  epochs = (tf.data.Dataset.counter() if num_epochs is None else
+            tf.data.Dataset.range(num_epochs))
+  dataset = epochs.flat_map(read_epoch)
+  if not shard_files and num_input_pipelines > 1:
+    # Sharding the endless stream (not each epoch) keeps every pipeline fed
+    # even when there are fewer examples than pipelines.
+    dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
+  if is_training:
+    dataset = dataset.shuffle(shuffle_buffer, seed=seed)
+
+  spec = _feature_spec(max_seq_length)
+
+  def parse_and_mask(file_key, index, record):
+    """[B] file keys, record indices and records -> the batch dict."""
+    batch = {name: tf.cast(value, tf.int32) for name, value in
+             tf.io.parse_example(record, spec).items()}
+    # Masking seed [key, 2r], sample seed [key, 2r + 1] (r < 2**30 records
+    # per file).
+    twice = 2 * tf.cast(index, tf.int32)
+    mask_seed = tf.stack([file_key, twice], axis=1)
+    batch.update(mask_batch(
+        batch["input_ids"], batch["input_mask"], mask_seed,
+        max_predictions_per_seq=max_predictions_per_seq, mask_prob=mask_prob,
+        mask_id=mask_id, special_ids=special_ids))
+    batch["sample_seed"] = tf.stack([file_key, twice + 1], axis=1)
+    return batch
+
+  # Batching the raw records first lets parsing and masking run vectorised;
+  # each example's mask still depends on its own seed only.
+  dataset = dataset.batch(batch_size, drop_remainder=True)
+  dataset = dataset.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=True)
+  options = tf.data.Options()
+  options.deterministic = True
+  # Sharding is done here, per input pipeline.
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.OFF)
+  return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+class InputFn(object):
+  """input_fn(input_context) for `distribute_datasets_from_function`.
+
+  Attributes:
+    files: the shards read, sorted.
+    batch_size: the global batch.
+  """
+
+  def __init__(self, files, file_ids, batch_size, batch_size_name, kwargs):
+    self.files = files
+    self.file_ids = file_ids
+    self.batch_size = batch_size
+    self._batch_size_name = batch_size_name
+    self._kwargs = kwargs
+
+  def __call__(self, input_context=None):
+    """Returns this pipeline's dataset of per-replica batches.
+
+    Args:
+      input_context: a tf.distribute.InputContext, or None for one pipeline
+        and one replica.
+    """
+    pipelines, pipeline_id, batch = 1, 0, self.batch_size
+    if input_context is not None:
+      pipelines = input_context.num_input_pipelines
+      pipeline_id = input_context.input_pipeline_id
+      replicas = input_context.num_replicas_in_sync
+      if self.batch_size % replicas:
+        raise UserError("hparam %r %d is the global batch and must be "
+                        "divisible by the %d replicas." % (
+                            self._batch_size_name, self.batch_size, replicas))
+      batch = input_context.get_per_replica_batch_size(self.batch_size)
+    return make_dataset(self.files, file_ids=self.file_ids, batch_size=batch,
+                        num_input_pipelines=pipelines,
+                        input_pipeline_id=pipeline_id, **self._kwargs)
+
+  @contextlib.contextmanager
+  def data_errors(self):
+    """Re-raises a corrupt or malformed record met while iterating as a UserError.
+
+    TF's DataLossError does not say which file failed, so on such an error
+    each shard is read once more to find the culprit. Wrap the loop that
+    consumes the dataset: `with input_fn.data_errors(): ...`.
+    """
+    try:
+      yield
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+      if (isinstance(e, tf.errors.InvalidArgumentError) and
+          not _PARSE_ERROR.search(e.message)):
+        raise  # not a data error
+      culprit = find_bad_shard(self.files, self._kwargs["max_seq_length"])
+      if culprit is None:
+        raise
+      raise culprit from e
+
+
+def find_bad_shard(files, max_seq_length):
+  """Reads every record of every shard; a UserError naming the first bad one.
+
+  Returns None when all shards read and parse.
+  """
+  spec = _feature_spec(max_seq_length)
+  for path in files:
+    records = tf.data.TFRecordDataset(path).map(
+        lambda record: tf.io.parse_single_example(record, spec),
+        num_parallel_calls=tf.data.AUTOTUNE)
+    try:
+      records.reduce(0, lambda count, _: count + 1)
+    except tf.errors.DataLossError as e:
+      return UserError("shard %s is corrupt or truncated (%s); rebuild it "
+                       "with build_pretraining_dataset.py." %
+                       (path, _short_message(e)))
+    except tf.errors.InvalidArgumentError as e:
+      return UserError("shard %s has a record that is not a pre-training "
+                       "example with features %s of length max_seq_length "
+                       "%d (%s)." % (path, ", ".join(FEATURE_NAMES),
+                                     max_seq_length, _short_message(e)))
+  return None
+
+
+def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
+  """Checks the data and returns an `InputFn` for pre-training or evaluation.
+
+  Args:
+    config: a configure.PretrainingConfig.
+    is_training: read config.pretrain_tfrecords, shuffled, with
+      train_batch_size; else config.eval_tfrecords in order with
+      eval_batch_size.
+    file_pattern: a glob overriding the config's.
+    num_epochs: passes over the data; None (the default) repeats forever.
+
+  Raises:
+    UserError: the vocab lacks a special token, the glob matches nothing, or
+      a shard is corrupt or has the wrong sequence length.
+  """
+  special = read_special_ids(config.vocab_file)
+  pattern = file_pattern or (config.pretrain_tfrecords if is_training else
+                             config.eval_tfrecords)
+  files, file_ids = check_shards(find_shards(pattern), config.max_seq_length)
+  batch_name = "train_batch_size" if is_training else "eval_batch_size"
+  kwargs = dict(
+      max_seq_length=config.max_seq_length,
+      max_predictions_per_seq=config.max_predictions_per_seq,
+      mask_prob=config.mask_prob, mask_id=special["[MASK]"],
+      special_ids=[special[t] for t in ("[PAD]", "[CLS]", "[SEP]")],
+      seed=config.seed, is_training=is_training,
+      shuffle_buffer=config.shuffle_buffer, num_epochs=num_epochs)
+  return InputFn(files, file_ids, getattr(config, batch_name), batch_name,
+                 kwargs)

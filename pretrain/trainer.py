@@ -1,0 +1,355 @@
+"""The pre-training loop: strategy, optimizer, checkpoints, progress, summaries.
+
+A custom loop of `tf.function` steps, `iterations_per_loop` steps per call.
+Each replica computes its share of the global-batch loss
+(model/losses.py); gradients are all-reduced, clipped at the global norm and
+applied once (model/optimization.py), so any number of replicas computes the
+update of one device. Checkpoints (`tf.train.CheckpointManager`) hold the
+model, the optimizer, the step, the dropout RNG state and the input
+iterator, so a re-run of the same command resumes exactly where the last
+checkpoint left off.
+"""
+
+import json
+import math
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from model import checkpoints as checkpoints_lib
+from model import optimization
+from model.electra_pretraining import ElectraPretrainingModel
+from pretrain import evaluation
+from pretrain import flops as flops_lib
+from pretrain import pretrain_data
+from util import distribution
+from util.errors import UserError
+
+# Config fields that decide the shapes of the checkpointed variables.
+SHAPE_KEYS = ("model_hparams", "generator_hparams", "sampling",
+              "relative_position", "relative_num_buckets", "untied_generator",
+              "untied_generator_embeddings", "electra_objective")
+
+
+class TrainingDivergedError(UserError):
+  """The loss became NaN or Inf; the last good checkpoint is kept."""
+
+  exit_code = 3
+
+
+def format_duration(seconds):
+  seconds = int(max(0, seconds))
+  h, rem = divmod(seconds, 3600)
+  m, s = divmod(rem, 60)
+  return "%dh%02dm%02ds" % (h, m, s) if h else "%dm%02ds" % (m, s)
+
+
+def check_saved_config(config):
+  """Refuses to resume a model directory written with other model shapes."""
+  path = os.path.join(config.model_dir, "config.json")
+  ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
+  if not (os.path.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
+    return
+  with open(path) as f:
+    saved = json.load(f)
+  current = config.to_dict()
+  differing = [k for k in SHAPE_KEYS
+               if k in saved and json.dumps(saved[k], sort_keys=True) !=
+               json.dumps(current[k], sort_keys=True)]
+  if differing:
+    raise UserError(
+        "the checkpoints in %s were written by a model of another shape "
+        "(differs in: %s; see %s). Use another --model-name, or the "
+        "hyperparameters of that run." % (ckpt_dir, ", ".join(differing),
+                                          path))
+
+
+def _step_statistics(out, features, learns_sampler):
+  """Sums (this replica's) of what the progress line and summaries show."""
+  w = tf.cast(features["masked_lm_weights"], tf.float32)
+  mask = tf.cast(features["input_mask"], tf.float32)
+  stats = dict(
+      total_loss=out["total_loss"], mlm_loss=out["mlm_loss"],
+      gen_correct=tf.reduce_sum(w * tf.cast(tf.equal(
+          out["masked_lm_preds"], features["masked_lm_ids"]), tf.float32)),
+      num_masked=tf.reduce_sum(w))
+  if "disc_loss" not in out:
+    return stats
+  predicted = tf.cast(out["disc_probs"] > 0.5, tf.int32)
+  stats.update(
+      disc_loss=out["disc_loss"], sampling_loss=out["sampling_loss"],
+      disc_correct=tf.reduce_sum(mask * tf.cast(tf.equal(
+          predicted, out["disc_labels"]), tf.float32)),
+      num_tokens=tf.reduce_sum(mask),
+      replaced=tf.reduce_sum(w * tf.cast(tf.not_equal(
+          out["sampled_tokens"], features["masked_lm_ids"]), tf.float32)))
+  if learns_sampler:
+    x, y = out["est_disc_loss"] * w, out["actual_disc_loss"] * w
+    stats.update(sx=tf.reduce_sum(x), sy=tf.reduce_sum(y),
+                 sxx=tf.reduce_sum(x * x), syy=tf.reduce_sum(y * y),
+                 sxy=tf.reduce_sum(x * y))
+  return stats
+
+
+def summarize(sums, num_steps):
+  """Host-side means and ratios from summed step statistics."""
+  s = {k: float(v) for k, v in sums.items()}
+  result = {k: s[k] / num_steps for k in
+            ("total_loss", "mlm_loss", "disc_loss", "sampling_loss")
+            if k in s}
+  result["gen_accuracy"] = s["gen_correct"] / max(s["num_masked"], 1.0)
+  if "disc_correct" in s:
+    result["disc_accuracy"] = s["disc_correct"] / max(s["num_tokens"], 1.0)
+    result["replacement_rate"] = s["replaced"] / max(s["num_masked"], 1.0)
+  if "sxy" in s:
+    n = s["num_masked"]
+    cov = s["sxy"] / n - (s["sx"] / n) * (s["sy"] / n)
+    vx = s["sxx"] / n - (s["sx"] / n) ** 2
+    vy = s["syy"] / n - (s["sy"] / n) ** 2
+    result["hp_estimator_pearson"] = (
+        cov / math.sqrt(vx * vy) if vx > 0 and vy > 0 else float("nan"))
+  return result
+
+
+class PretrainingTrainer(object):
+  """Builds the strategy, model, optimizer and checkpoint of a config."""
+
+  def __init__(self, config, log=print):
+    self.config = config
+    self.log = log
+    distribution.configure_mixed_precision(config.mixed_precision)
+    tf_keras.utils.set_random_seed(config.seed)
+    # Dropout draws from tf.random.Generator state (checkpointed: see
+    # `dropout_rng_checkpoint`).
+    tf_keras.backend.experimental.enable_tf_random_generator()
+    self.strategy = distribution.get_strategy(config)
+    self.num_replicas = self.strategy.num_replicas_in_sync
+    if config.train_batch_size % self.num_replicas:
+      raise UserError("train_batch_size %d is not divisible by the %d "
+                      "replicas." % (config.train_batch_size,
+                                     self.num_replicas))
+    with self.strategy.scope():
+      self.model = ElectraPretrainingModel(config)
+      self.model(dummy_features(config),
+                 training=False)
+      optimizer = optimization.create_optimizer(
+          config.learning_rate, config.num_train_steps,
+          config.num_warmup_steps, config.weight_decay_rate,
+          config.adam_epsilon, config.lr_decay_power)
+      if config.mixed_precision == "float16":
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+      self.optimizer = optimizer
+      self.global_step = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name="global_step",
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self.checkpoint_dir = checkpoints_lib.pretrained_checkpoint_dir(
+        config.model_dir)
+    self.train_flops = flops_lib.pretraining_step_flops(config)
+
+  def _checkpoint(self, iterator=None):
+    items = dict(model=self.model, optimizer=self.optimizer,
+                 step=self.global_step,
+                 dropout_rng=dropout_rng_checkpoint(self.model))
+    if iterator is not None:
+      items["iterator"] = iterator
+    return tf.train.Checkpoint(**items)
+
+  def restore(self, iterator=None):
+    """Restores the latest checkpoint, if any; returns the step."""
+    manager = tf.train.CheckpointManager(
+        self._checkpoint(iterator), self.checkpoint_dir,
+        max_to_keep=self.config.keep_checkpoint_max)
+    if manager.latest_checkpoint:
+      try:
+        manager.checkpoint.restore(manager.latest_checkpoint).expect_partial()
+      except (ValueError, tf.errors.InvalidArgumentError) as e:
+        raise UserError("cannot restore %s into this model (another model "
+                        "shape?): %s" % (manager.latest_checkpoint,
+                                         str(e).splitlines()[0]))
+      self.log("Restored %s (step %d)" % (manager.latest_checkpoint,
+                                          int(self.global_step.numpy())))
+    return manager
+
+  def _replica_step(self, features):
+    c = self.config
+    variables = self.model.trainable_variables
+    fp16 = c.mixed_precision == "float16"
+
+    def forward_backward(features):
+      with tf.GradientTape() as tape:
+        out = self.model(features, training=True, step=self.global_step)
+        loss = out["total_loss"]
+        if fp16:
+          loss = self.optimizer.get_scaled_loss(loss)
+      grads = tape.gradient(loss, variables)
+      return out, grads
+
+    if c.jit_compile:
+      forward_backward = tf.function(forward_backward, jit_compile=True)
+    out, grads = forward_backward(features)
+    if fp16:
+      grads = self.optimizer.get_unscaled_gradients(grads)
+    grads = [tf.zeros_like(v) if g is None else g
+             for g, v in zip(grads, variables)]
+    norm = optimization.apply_clipped_gradients(self.optimizer, grads,
+                                                variables, c.clip_norm)
+    self.global_step.assign_add(1)
+    stats = _step_statistics(out, features, self.model.learns_sampler)
+    stats["grad_norm"] = norm / self.num_replicas
+    return stats
+
+  def _make_train_loop(self):
+    strategy = self.strategy
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+      sums = None
+      for _ in tf.range(num_steps):
+        per_replica = strategy.run(self._replica_step,
+                                   args=(next(iterator),))
+        stats = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+                 for k, v in per_replica.items()}
+        sums = stats if sums is None else {k: sums[k] + stats[k]
+                                           for k in sums}
+      return sums
+
+    return train_loop
+
+  def _learning_rate(self):
+    schedule = self.optimizer.learning_rate
+    if callable(schedule):
+      return float(schedule(self.optimizer.iterations))
+    return float(schedule)
+
+  def train(self):
+    """Trains to `num_train_steps`, resuming from the last checkpoint."""
+    c = self.config
+    input_fn = pretrain_data.get_input_fn(c, is_training=True)
+    iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
+    with input_fn.data_errors():
+      return self._train(iterator)
+
+  def _train(self, iterator):
+    c = self.config
+    manager = self.restore(iterator)
+    step = int(self.global_step.numpy())
+    total = c.num_train_steps
+    if step >= total:
+      self.log("Training already finished: step %d of %d. Nothing to do."
+               % (step, total))
+      return None
+    peak, estimated = flops_lib.peak_flops_per_second(c.peak_tflops)
+    peak *= self.num_replicas
+    self.log("Training steps %d -> %d on %d replica(s), global batch %d, "
+             "%.3g TFLOPs per step (analytic), peak %.3g TFLOP/s%s." % (
+                 step, total, self.num_replicas, c.train_batch_size,
+                 self.train_flops / 1e12, peak / 1e12,
+                 " (estimated)" if estimated else ""))
+    writer = tf.summary.create_file_writer(os.path.join(c.model_dir, "train"))
+    train_loop = self._make_train_loop()
+    start_time, start_step = time.time(), step
+    window_sums, window_steps, window_start = None, 0, time.time()
+    last = None
+    while step < total:
+      boundaries = [total, _next_multiple(step, c.log_every),
+                    _next_multiple(step, c.save_checkpoints_steps)]
+      if c.eval_every:
+        boundaries.append(_next_multiple(step, c.eval_every))
+      n = min(c.iterations_per_loop, min(boundaries) - step)
+      sums = train_loop(iterator, tf.constant(n, tf.int32))
+      sums = {k: v.numpy() for k, v in sums.items()}
+      if not all(np.isfinite(v) for v in sums.values()):
+        bad = [k for k, v in sums.items() if not np.isfinite(v)]
+        raise TrainingDivergedError(
+            "non-finite %s between steps %d and %d; stopped without saving. "
+            "The last good checkpoint is %s. Lower learning_rate or check "
+            "the data." % (", ".join(bad), step + 1, step + n,
+                           manager.latest_checkpoint or "(none yet)"))
+      step += n
+      window_steps += n
+      window_sums = sums if window_sums is None else {
+          k: window_sums[k] + sums[k] for k in sums}
+      if step % c.log_every == 0 or step == total:
+        now = time.time()
+        last = summarize(window_sums, window_steps)
+        last["grad_norm"] = float(window_sums["grad_norm"]) / window_steps
+        last["learning_rate"] = self._learning_rate()
+        rate = window_steps / max(now - window_start, 1e-9)
+        self._log_progress(step, total, rate, now - start_time,
+                           (total - step) / max(
+                               (step - start_step) / max(now - start_time,
+                                                         1e-9), 1e-9),
+                           last, peak)
+        with writer.as_default(step=step):
+          for key, value in last.items():
+            tf.summary.scalar(key, value)
+        window_sums, window_steps, window_start = None, 0, time.time()
+      if step % c.save_checkpoints_steps == 0 or step == total:
+        path = manager.save(checkpoint_number=step)
+        self.log("Saved checkpoint %s" % path)
+      if c.eval_every and step % c.eval_every == 0 and step < total:
+        self.evaluate(step=step)
+    writer.flush()
+    return last
+
+  def _log_progress(self, step, total, steps_per_sec, elapsed, eta, m, peak):
+    c = self.config
+    achieved = self.train_flops * steps_per_sec
+    parts = ["step %d/%d (%.1f%%)" % (step, total, 100.0 * step / total),
+             "%.2f steps/s %.1f seq/s" % (steps_per_sec,
+                                          steps_per_sec * c.train_batch_size),
+             "elapsed %s ETA %s" % (format_duration(elapsed),
+                                    format_duration(eta)),
+             "loss %.4f mlm %.4f" % (m["total_loss"], m["mlm_loss"])]
+    if "disc_loss" in m:
+      parts[-1] += " disc %.4f samp %.4f" % (m["disc_loss"],
+                                            m["sampling_loss"])
+      parts.append("gen_acc %.3f disc_acc %.3f repl %.3f" % (
+          m["gen_accuracy"], m["disc_accuracy"], m["replacement_rate"]))
+    if "hp_estimator_pearson" in m:
+      parts.append("hp_r %.3f" % m["hp_estimator_pearson"])
+    parts.append("%.3g TFLOP/s MFU %.2f%%" % (achieved / 1e12,
+                                              100.0 * achieved / peak))
+    self.log(" | ".join(parts))
+
+  def evaluate(self, step=None):
+    """Evaluates the current weights on the eval shards; writes results."""
+    step = int(self.global_step.numpy()) if step is None else step
+    return evaluation.evaluate(self.config, self.model, self.strategy, step,
+                               log=self.log)
+
+
+def dummy_features(config, batch_size=1):
+  """A batch of the pipeline's structure, to create the model's variables."""
+  seq, preds = config.max_seq_length, config.max_predictions_per_seq
+  ids = tf.ones([batch_size, seq], tf.int32)
+  positions = tf.tile(tf.range(1, preds + 1)[tf.newaxis], [batch_size, 1])
+  return dict(input_ids=ids, input_mask=ids, segment_ids=ids * 0,
+              masked_input_ids=ids, masked_lm_positions=positions,
+              masked_lm_ids=tf.ones_like(positions),
+              masked_lm_weights=tf.ones([batch_size, preds], tf.float32),
+              sample_seed=tf.zeros([batch_size, 2], tf.int32))
+
+
+def dropout_rng_checkpoint(model):
+  """A `tf.train.Checkpoint` of the state of every dropout layer's RNG.
+
+  tf_keras keeps the `tf.random.Generator` of a random layer out of the
+  layer's checkpoint (it is exported to SavedModel only), so without this a
+  resumed run would draw other dropout masks than an uninterrupted one.
+  Layers are numbered in `model.submodules` order, which is fixed by the code.
+  """
+  generators = {}
+  for layer in model.submodules:
+    generator = getattr(getattr(layer, "_random_generator", None),
+                        "_generator", None)
+    if isinstance(generator, tf.random.Generator):
+      generators["layer_%d" % len(generators)] = generator
+  return tf.train.Checkpoint(**generators)
+
+
+def _next_multiple(step, every):
+  return (step // every + 1) * every

@@ -1,0 +1,95 @@
+"""Pre-trains an ELECTRA model (optionally with learned replacement sampling).
+
+  python run_pretraining.py --data-dir D --model-name M [--hparams JSON|path]
+
+Reads `D/pretrain_tfrecords/pretrain_data.tfrecord*` (and, for evaluation,
+`D/pretrain_tfrecords/heldout_data.tfrecord*` when present) and `D/vocab.txt`;
+writes checkpoints, TensorBoard summaries, `config.json` and `results/` under
+`D/models/M`. Re-running the same command resumes from the last checkpoint.
+"""
+
+import argparse
+import glob
+import json
+import logging
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import configure  # pylint: disable=g-import-not-at-top
+from util.cli import run_main
+from util.errors import UserError
+
+
+def count_vocab(vocab_file):
+  with open(vocab_file, encoding="utf-8") as f:
+    return sum(1 for line in f if line.rstrip("\n"))
+
+
+def build_config(data_dir, model_name, hparams):
+  """The effective config: hparams, plus what the data directory implies."""
+  if not os.path.isdir(data_dir):
+    raise UserError("data directory %s does not exist; build it with "
+                    "build_pretraining_dataset.py (see README)." % data_dir)
+  hparams = configure.load_hparams(hparams)
+  config = configure.PretrainingConfig(model_name, data_dir, **hparams)
+  if not os.path.exists(config.vocab_file):
+    raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
+                    "put vocab.txt in the data directory)." %
+                    config.vocab_file)
+  vocab_size = count_vocab(config.vocab_file)
+  implied = {}
+  if "vocab_size" not in hparams:
+    implied["vocab_size"] = vocab_size
+  elif hparams["vocab_size"] != vocab_size:
+    raise UserError("hparam vocab_size is %d but %s has %d tokens; set "
+                    "\"vocab_size\": %d or drop it to take the vocab's." % (
+                        hparams["vocab_size"], config.vocab_file, vocab_size,
+                        vocab_size))
+  heldout = os.path.join(data_dir, "pretrain_tfrecords",
+                         "heldout_data.tfrecord*")
+  if "eval_tfrecords" not in hparams and glob.glob(heldout):
+    implied["eval_tfrecords"] = heldout
+  if implied:
+    config = configure.PretrainingConfig(model_name, data_dir,
+                                         **dict(hparams, **implied))
+  return config
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--data-dir", required=True,
+                      help="Holds vocab.txt, pretrain_tfrecords/, models/.")
+  parser.add_argument("--model-name", required=True,
+                      help="The model's directory under <data-dir>/models/.")
+  parser.add_argument("--hparams", default="{}",
+                      help="JSON string or path to a .json file.")
+  args = parser.parse_args(argv)
+  logging.getLogger("tensorflow").setLevel(logging.ERROR)
+  config = build_config(args.data_dir, args.model_name, args.hparams)
+
+  from pretrain import trainer as trainer_lib  # Imports TensorFlow.
+  os.makedirs(config.model_dir, exist_ok=True)
+  trainer_lib.check_saved_config(config)
+  path = config.save()
+  print("Effective config saved to %s; set by hparams or the data: %s" % (
+      path, json.dumps(config.user_hparams, sort_keys=True)), flush=True)
+
+  def log(message):
+    print(message, flush=True)
+
+  trainer = trainer_lib.PretrainingTrainer(config, log=log)
+  if config.do_train:
+    trainer.train()
+  else:
+    trainer.restore()
+  if config.do_eval:
+    trainer.evaluate()
+  log("Model directory: %s\n  checkpoints: %s\n  results: %s" % (
+      config.model_dir, trainer.checkpoint_dir,
+      os.path.join(config.model_dir, "results")))
+  return 0
+
+
+if __name__ == "__main__":
+  run_main(main)

@@ -1,0 +1,243 @@
+"""Tests of pretrain/eval_metrics.py: exact values on hand examples and brute force."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from pretrain import eval_metrics as em
+
+
+def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
+  """One eval batch with every key, padding in both masks, ties in the scores."""
+  weights = (rng.random((batch, preds)) < 0.8).astype(np.float32)
+  input_mask = (rng.random((batch, length)) < 0.85).astype(np.int32)
+  return dict(
+      masked_lm_preds=rng.integers(0, vocab, (batch, preds)),
+      masked_lm_ids=rng.integers(0, vocab, (batch, preds)),
+      masked_lm_weights=weights,
+      mlm_loss_per_pos=rng.random((batch, preds)) * 5,
+      gen_max_prob=rng.random((batch, preds)),
+      sampled_tokens=rng.integers(0, vocab, (batch, preds)),
+      est_disc_loss=np.round(rng.random((batch, preds)), 1),
+      actual_disc_loss=rng.random((batch, preds)),
+      disc_probs=np.round(rng.random((batch, length)), 1).astype(np.float32),
+      disc_labels=rng.integers(0, 2, (batch, length)),
+      input_mask=input_mask,
+      disc_loss_per_token=rng.random((batch, length)),
+      masked_position_mask=rng.integers(0, 2, (batch, length)),
+      disc_correct_pG=rng.integers(0, 2, (batch, length)),
+      disc_correct_pS=rng.integers(0, 2, (batch, length)))
+
+
+def _result(**batch):
+  acc = em.PretrainEvalAccumulator()
+  acc.update(batch)
+  return acc.result()
+
+
+@pytest.mark.parametrize("scores,labels,expected", [
+    ([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], 0.75),
+    ([0.5, 0.5, 0.5, 0.9], [0, 1, 0, 1], 0.75),   # one pos ties both negs
+    ([0.3, 0.3, 0.3], [1, 0, 0], 0.5),
+    ([0.1, 0.2, 0.9, 0.8], [0, 0, 1, 1], 1.0),
+    ([0.9, 0.8, 0.1, 0.2], [0, 0, 1, 1], 0.0),
+    ([0.2, 0.2, 0.7, 0.2, 0.7], [1, 0, 1, 0, 0], 3.5 / 6),
+])
+def test_auc_hand_values(scores, labels, expected):
+  assert em.exact_auc(scores, labels) == pytest.approx(expected, abs=1e-12)
+
+
+def test_auc_matches_pairwise_count_with_ties():
+  rng = np.random.default_rng(0)
+  scores = np.round(rng.random(400), 2)  # many ties
+  labels = rng.random(400) < 0.3
+  pos, neg = scores[labels], scores[~labels]
+  diff = pos[:, None] - neg[None, :]
+  brute = ((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size
+  assert em.exact_auc(scores, labels) == pytest.approx(brute, abs=1e-12)
+
+
+def test_auc_undefined_with_one_class():
+  assert em.exact_auc([0.2, 0.9], [0, 0]) is None
+  assert em.exact_auc([], []) is None
+
+
+def test_disc_accuracy_precision_recall_hand_example():
+  # Last token is padding (would be a false positive if counted); 0.5 is "original".
+  r = _result(disc_probs=np.array([[0.9, 0.2, 0.6, 0.5, 0.1, 0.99]]),
+              disc_labels=np.array([[1, 1, 0, 1, 0, 0]]),
+              input_mask=np.array([[1, 1, 1, 1, 1, 0]]))
+  # preds on real tokens: 1 0 1 0 0; labels 1 1 0 1 0 -> TP 1, FP 1, FN 2, TN 1.
+  assert r["num_tokens"] == 5
+  assert r["disc_accuracy"] == pytest.approx(2 / 5)
+  assert r["disc_precision"] == pytest.approx(1 / 2)
+  assert r["disc_recall"] == pytest.approx(1 / 3)
+  # Positives 0.9, 0.2, 0.5 vs negatives 0.6, 0.1: 2 + 1 + 1 wins of 6 pairs.
+  assert r["disc_auc"] == pytest.approx(4 / 6)
+
+
+def test_masked_lm_metrics_respect_weights():
+  r = _result(masked_lm_preds=np.array([[3, 4, 5, 6]]),
+              masked_lm_ids=np.array([[3, 9, 5, 6]]),
+              sampled_tokens=np.array([[3, 4, 1, 6]]),
+              mlm_loss_per_pos=np.array([[1.0, 2.0, 3.0, np.nan]]),
+              masked_lm_weights=np.array([[1.0, 1.0, 1.0, 0.0]]))
+  assert r["num_masked"] == 3
+  assert r["masked_lm_accuracy"] == pytest.approx(2 / 3)  # padded hit not counted
+  assert r["masked_lm_loss"] == pytest.approx(2.0)        # NaN at padding ignored
+  assert r["sampled_masked_lm_accuracy"] == pytest.approx(1 / 3)
+  assert r["replacement_rate"] == pytest.approx(2 / 3)
+
+
+def test_histogram_bins_and_edges():
+  probs = np.array([[0.0, 0.05, 0.1, 0.35, 0.9, 0.95, 1.0, 1.0000001, 0.7]])
+  weights = np.array([[1, 1, 1, 1, 1, 1, 1, 1, 0]], np.float32)
+  h = _result(gen_max_prob=probs, masked_lm_weights=weights)["gen_max_prob_histogram"]
+  assert h["counts"] == [2, 1, 0, 1, 0, 0, 0, 0, 0, 4]
+  assert h["fractions"][-1] == pytest.approx(0.5)
+  assert sum(h["fractions"]) == pytest.approx(1.0)
+  assert h["bin_edges"][0] == 0.0 and h["bin_edges"][-1] == 1.0
+  assert len(h["bin_edges"]) == 11
+
+
+def test_pearson_spearman_hand_values():
+  assert em.pearson([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
+  assert em.pearson([1, 2, 3, 4, 5], [2, 4, 6, 8, 10]) == pytest.approx(1.0)
+  # y ranks with a tie: [1, 2, 3.5, 5, 3.5] -> r = 8 / sqrt(10 * 9.5).
+  assert em.spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) == pytest.approx(8 / np.sqrt(95))
+  np.testing.assert_allclose(em.average_ranks([10, 20, 10, 5]), [2.5, 4, 2.5, 1])
+  assert em.pearson([1, 1, 1], [1, 2, 3]) is None
+  assert em.spearman([1], [2]) is None
+
+
+def test_correlations_match_scipy():
+  stats = pytest.importorskip("scipy.stats")
+  rng = np.random.default_rng(1)
+  x = np.round(rng.random(500), 1)
+  y = x + rng.normal(0, 0.3, 500)
+  assert em.pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-10)
+  assert em.spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-10)
+
+
+def test_estimator_metrics_use_real_positions_only():
+  r = _result(est_disc_loss=np.array([[1.0, 2.0, 3.0, 100.0]]),
+              actual_disc_loss=np.array([[1.0, 3.0, 2.0, -100.0]]),
+              masked_lm_weights=np.array([[1, 1, 1, 0]], np.float32))
+  assert r["num_estimator_pairs"] == 3
+  assert r["estimator_pearson"] == pytest.approx(0.5)
+  assert r["estimator_spearman"] == pytest.approx(0.5)
+
+
+def test_hardness_accuracies():
+  r = _result(disc_correct_pG=np.array([[1, 1, 1, 0, 1]]),
+              disc_correct_pS=np.array([[1, 0, 0, 1, 1]]),
+              masked_position_mask=np.array([[0, 1, 1, 0, 1]]),
+              input_mask=np.array([[1, 1, 1, 1, 0]]))
+  assert r["disc_accuracy_pG_all"] == pytest.approx(3 / 4)
+  assert r["disc_accuracy_pS_all"] == pytest.approx(2 / 4)
+  assert r["disc_accuracy_pG_masked"] == pytest.approx(1.0)
+  assert r["disc_accuracy_pS_masked"] == pytest.approx(0.0)
+  assert "disc_auc" not in r and "num_tokens" not in r
+
+
+def test_batches_accumulate_like_one_big_batch():
+  rng = np.random.default_rng(2)
+  big = _random_batch(rng, batch=9)
+  whole = em.PretrainEvalAccumulator()
+  whole.update(big)
+  parts = em.PretrainEvalAccumulator()
+  for lo, hi in [(0, 2), (2, 7), (7, 9)]:
+    parts.update({k: v[lo:hi] for k, v in big.items()})
+  a, b = whole.result(), parts.result()
+  assert set(a) == set(b)
+  assert set(a) == set(em.MAIN_METRICS) | {"gen_max_prob_histogram"}
+  assert all(a[k] is not None for k in a)
+  for k in a:
+    if k == "gen_max_prob_histogram":
+      assert a[k] == b[k]
+    else:
+      assert a[k] == pytest.approx(b[k], abs=1e-12), k
+
+
+def test_absent_optional_keys_give_absent_metrics():
+  rng = np.random.default_rng(3)
+  full = _random_batch(rng)
+  hp_keys = ("est_disc_loss", "actual_disc_loss")
+  hard_keys = ("disc_correct_pG", "disc_correct_pS")
+  r = _result(**{k: v for k, v in full.items() if k not in hp_keys + hard_keys})
+  for k in ("estimator_pearson", "estimator_spearman", "num_estimator_pairs",
+            "disc_accuracy_pG_all", "disc_accuracy_pS_masked"):
+    assert k not in r
+  for k in ("masked_lm_accuracy", "disc_auc", "disc_loss", "replacement_rate",
+            "gen_max_prob_histogram"):
+    assert k in r
+  assert em.PretrainEvalAccumulator().result() == {}
+
+
+def test_degenerate_cases_give_none_and_notes():
+  r = _result(disc_probs=np.array([[0.1, 0.2]]), disc_labels=np.array([[0, 0]]),
+              input_mask=np.array([[1, 1]]),
+              est_disc_loss=np.array([[0.7, 0.7]]),
+              actual_disc_loss=np.array([[0.1, 0.9]]),
+              masked_lm_weights=np.array([[1.0, 1.0]]))
+  assert r["disc_auc"] is None and r["disc_recall"] is None
+  assert r["disc_precision"] is None  # nothing predicted replaced
+  assert r["disc_accuracy"] == pytest.approx(1.0)
+  assert r["estimator_pearson"] is None and r["estimator_spearman"] is None
+  assert len(r["notes"]) == 4
+  json.dumps(r, allow_nan=False)  # no NaN anywhere
+
+
+def test_bad_batches_raise():
+  acc = em.PretrainEvalAccumulator()
+  with pytest.raises(ValueError, match="unknown eval keys"):
+    acc.update({"mlm_logits": np.zeros((1, 2))})
+  with pytest.raises(ValueError, match="shape"):
+    acc.update({"disc_probs": np.zeros((1, 3)), "disc_labels": np.zeros((1, 2)),
+                "input_mask": np.ones((1, 2))})
+  with pytest.raises(ValueError, match="masked_lm_weights"):
+    acc.update({"gen_max_prob": np.zeros((1, 2))})
+
+
+def test_write_results_json_and_text(tmp_path):
+  rng = np.random.default_rng(4)
+  r = _result(**_random_batch(rng))
+  paths = em.write_results(r, str(tmp_path / "results"), name="ev", step=1234)
+  with open(paths["json"]) as f:
+    loaded = json.load(f)
+  assert loaded["step"] == 1234
+  assert loaded["disc_auc"] == pytest.approx(r["disc_auc"])
+  assert loaded["gen_max_prob_histogram"]["counts"] == r["gen_max_prob_histogram"]["counts"]
+  text = open(paths["txt"]).read()
+  assert text.startswith("ev (step 1234)")
+  assert "disc_auc" in text and "%.4f" % r["disc_auc"] in text
+  assert "[0.9, 1.0]" in text
+  assert sorted(os.listdir(tmp_path / "results")) == ["ev.json", "ev.txt"]
+
+
+def test_plot_is_a_png(tmp_path):
+  path = str(tmp_path / "hist.png")
+  em.plot_max_prob_histogram({"mlm": [0.05] * 5 + [0.05, 0.05, 0.1, 0.1, 0.45],
+                              "hp_loss": {"fractions": [0.1] * 10}}, path)
+  data = open(path, "rb").read()
+  assert data[:8] == b"\x89PNG\r\n\x1a\n"
+  assert len(data) > 1000
+  with pytest.raises(ValueError, match="bins"):
+    em.plot_max_prob_histogram({"bad": [0.5, 0.5]}, path)
+
+
+def test_format_results_table():
+  a = {"masked_lm_accuracy": 0.5, "disc_auc": 0.91234,
+       "gen_max_prob_histogram": {"fractions": [0.0] * 9 + [0.75]}}
+  b = {"masked_lm_accuracy": 0.25, "estimator_pearson": None}
+  table = em.format_results_table({"mlm": a, "hp_loss": b})
+  lines = table.splitlines()
+  assert [c.strip() for c in lines[0].split("|")[1:4]] == ["metric", "mlm", "hp_loss"]
+  assert len(set(len(l) for l in lines)) == 1  # columns aligned
+  row = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:4]] for l in lines[2:]}
+  assert row["masked_lm_accuracy"] == ["0.5000", "0.2500"]
+  assert row["disc_auc"] == ["0.9123", "-"]
+  assert row["estimator_pearson"] == ["-", "n/a"]
+  assert row["max_prob_in_[0.9,1]"] == ["0.7500", "-"]

@@ -1,0 +1,67 @@
+"""tf.distribute strategies and mixed precision, shared by every stage."""
+
+import json
+import os
+
+import tensorflow as tf
+import tf_keras
+
+from util.errors import UserError
+
+
+def configure_mixed_precision(mixed_precision):
+  """Sets the global tf_keras dtype policy: "float32", "bfloat16", "float16"."""
+  policy = {"float32": "float32", "bfloat16": "mixed_bfloat16",
+            "float16": "mixed_float16"}[mixed_precision]
+  tf_keras.mixed_precision.set_global_policy(policy)
+  return policy
+
+
+def _split_cpu(num_devices):
+  cpus = tf.config.list_physical_devices("CPU")
+  try:
+    tf.config.set_logical_device_configuration(
+        cpus[0], [tf.config.LogicalDeviceConfiguration()] * num_devices)
+  except RuntimeError as e:
+    if len(tf.config.list_logical_devices("CPU")) != num_devices:
+      raise UserError("cannot split the CPU into %d logical devices after "
+                      "TensorFlow started (%s); set num_cpu_devices before "
+                      "any TensorFlow op runs." % (num_devices, e))
+
+
+def get_strategy(config):
+  """The strategy named by `config.strategy`.
+
+  "default": one device. "mirrored": all local GPUs, or, without GPUs and
+  with `num_cpu_devices` > 1, the CPU split into that many logical devices
+  (for testing). "multi_worker_mirrored": cluster from the TF_CONFIG
+  environment variable. "tpu": `tpu_name` / `tpu_zone` / `gcp_project`.
+  """
+  name = config.strategy
+  if name == "default":
+    return tf.distribute.get_strategy()
+  if name == "mirrored":
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus and config.num_cpu_devices > 1:
+      _split_cpu(config.num_cpu_devices)
+      devices = ["/cpu:%d" % i for i in range(config.num_cpu_devices)]
+      return tf.distribute.MirroredStrategy(devices)
+    return tf.distribute.MirroredStrategy()
+  if name == "multi_worker_mirrored":
+    if "TF_CONFIG" not in os.environ:
+      raise UserError("strategy 'multi_worker_mirrored' needs the TF_CONFIG "
+                      "environment variable (cluster and task).")
+    try:
+      json.loads(os.environ["TF_CONFIG"])
+    except ValueError as e:
+      raise UserError("TF_CONFIG is not valid JSON: %s" % e)
+    if config.num_cpu_devices > 1:
+      _split_cpu(config.num_cpu_devices)
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if name == "tpu":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu=config.tpu_name, zone=config.tpu_zone, project=config.gcp_project)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  raise UserError("unknown strategy %r." % name)
