@@ -150,8 +150,10 @@ _FINETUNE_FIELDS = dict(
     do_eval=Field(True, bool, "Evaluate on dev."),
     write_test_outputs=Field(False, bool, "Write test-set predictions."),
     num_trials=Field(1, int, "Trials with different seeds."),
-    init_checkpoint=Field(None, (str, type(None)), "Checkpoint to start from; "
-                          "default: the pre-trained model in model_dir."),
+    init_checkpoint=Field(None, (str, type(None)), "Checkpoint to start from "
+                          "(prefix, directory, or pre-training model dir); "
+                          "default: the pre-trained model in model_dir; "
+                          "\"none\": random initialisation."),
     layerwise_lr_decay=Field(0.8, (float, int), "Layer-wise LR decay; top "
                              "layer gets the base rate."),
     num_train_epochs=Field(3.0, (float, int), "Training epochs."),

@@ -68,21 +68,25 @@ def main(argv=None):
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   config = build_config(args.data_dir, args.model_name, args.hparams)
 
-  from pretrain import trainer as trainer_lib  # Imports TensorFlow.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from pretrain import trainer as trainer_lib
   os.makedirs(config.model_dir, exist_ok=True)
   trainer_lib.check_saved_config(config)
-  path = config.save()
-  print("Effective config saved to %s; set by hparams or the data: %s" % (
-      path, json.dumps(config.user_hparams, sort_keys=True)), flush=True)
 
   def log(message):
     print(message, flush=True)
 
   trainer = trainer_lib.PretrainingTrainer(config, log=log)
+  if trainer.is_chief:
+    log("Effective config saved to %s; set by hparams or the data: %s" % (
+        config.save(), json.dumps(config.user_hparams, sort_keys=True)))
   if config.do_train:
     trainer.train()
   else:
     trainer.restore()
+    if not tf.train.latest_checkpoint(trainer.checkpoint_dir):
+      raise UserError("do_train is false but %s holds no checkpoint to "
+                      "evaluate; pre-train first." % trainer.checkpoint_dir)
   if config.do_eval:
     trainer.evaluate()
   log("Model directory: %s\n  checkpoints: %s\n  results: %s" % (

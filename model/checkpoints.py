@@ -43,6 +43,15 @@ def restore_discriminator(encoder, path):
   Raises UserError if the checkpoint is missing or has other shapes.
   """
   prefix = resolve_checkpoint(path)
+  # An encoder without the bias would restore "fine" and silently drop it.
+  has_relative = any(
+      name.startswith("model/discriminator/encoder/relative_position_bias/")
+      for name, _ in tf.train.list_variables(prefix))
+  if has_relative and encoder.relative_position_bias is None:
+    raise UserError("checkpoint %s was pre-trained with a relative position "
+                    "bias; set hparam 'relative_position' to true (and the "
+                    "pre-training relative_num_buckets and "
+                    "relative_max_distance)." % prefix)
   try:
     status = discriminator_checkpoint(encoder).restore(prefix)
     status.expect_partial().assert_existing_objects_matched()

@@ -178,8 +178,10 @@ class ElectraPretrainingModel(tf_keras.Model):
             tf.equal(sampled, labels), tf.nn.softplus(-scores_at_sampled),
             tf.nn.softplus(scores_at_sampled))
       else:
-        log_ps_all = tf.nn.log_softmax(scores, axis=-1)
-        log_ps = sampling.gather_vocab(log_ps_all, sampled)
+        # log p_S(x'_t) = u_t(x'_t) - logsumexp(u_t): cheaper forward and
+        # backward than a log_softmax over the vocabulary.
+        log_ps = (sampling.gather_vocab(scores, sampled) -
+                  tf.reduce_logsumexp(scores, axis=-1))
         iw = losses.hp_dist_weights(generator_log_prob, sample_log_prob,
                                     actual_disc_loss, weights,
                                     c.hp_dist_weight_clip)

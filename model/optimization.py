@@ -11,10 +11,15 @@ decay) and its `LinearWarmup` schedule. Two additions:
 Unlike the TF1 ELECTRA code, Adam here uses bias correction (Keras's Adam).
 """
 
+import re
+
 import tensorflow as tf
 import tf_keras
 from official.modeling.optimization import legacy_adamw
 from official.modeling.optimization import lr_schedule
+
+# The suffix MirroredStrategy adds to the names of the other replicas' copies.
+_REPLICA_SUFFIX = re.compile(r"/replica_\d+(?=:\d+$)")
 
 # No weight decay on LayerNorm parameters and biases (BERT/ELECTRA).
 NO_DECAY_PATTERNS = ["layer_norm", "LayerNorm", "bias"]
@@ -34,7 +39,9 @@ class AdamWeightDecay(legacy_adamw.AdamWeightDecay):
     self._lr_multipliers = dict(lr_multipliers or {})
 
   def _scaled_apply_state(self, var, apply_state):
-    factor = self._lr_multipliers.get(var.name, 1.0)
+    # Under MirroredStrategy `var` is one replica's copy; copy k > 0 of "a:0"
+    # is named "a/replica_k:0" and must get the factor of "a:0".
+    factor = self._lr_multipliers.get(_REPLICA_SUFFIX.sub("", var.name), 1.0)
     if factor == 1.0 or apply_state is None:
       return apply_state
     key = (var.device, var.dtype.base_dtype)

@@ -35,7 +35,10 @@ def hp_loss_estimated_disc_loss(sampling_scores, original_ids):
   u = tf.stop_gradient(tf.cast(sampling_scores, tf.float32))
   is_original = tf.one_hot(original_ids, tf.shape(u)[-1], on_value=True,
                            off_value=False, dtype=tf.bool)
-  return tf.where(is_original, tf.nn.softplus(-u), tf.nn.softplus(u))
+  # softplus is the costliest op over [batch, P, vocab]: take it once there,
+  # and softplus(-u) only at x_t ([batch, P]).
+  at_original = tf.nn.softplus(-tf.gather(u, original_ids, batch_dims=2))
+  return tf.where(is_original, at_original[..., tf.newaxis], tf.nn.softplus(u))
 
 
 def sampler_log_probs(sampler, log_pg, sampling_scores=None,

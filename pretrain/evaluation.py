@@ -41,6 +41,10 @@ def _make_eval_step(config, model, strategy):
       batch["actual_disc_loss"] = out["actual_disc_loss"]
       under_pg = model(features, training=False, sampler="mlm")
       batch["disc_correct_pG"] = _disc_correct(under_pg)
+      # The estimator on p_G draws, free of p_S's selection of tokens whose
+      # loss the head overestimates (a bias strongest early in training).
+      batch["est_disc_loss_pG"] = under_pg["est_disc_loss"]
+      batch["actual_disc_loss_pG"] = under_pg["actual_disc_loss"]
       batch["disc_correct_pS"] = _disc_correct(out)
     else:
       batch["disc_correct_pG"] = _disc_correct(out)
@@ -59,19 +63,30 @@ def evaluate(config, model, strategy, step, log=print):
   iterator = iter(strategy.distribute_datasets_from_function(input_fn))
   eval_step = _make_eval_step(config, model, strategy)
   accumulator = eval_metrics.PretrainEvalAccumulator()
+  under_pg = eval_metrics.PretrainEvalAccumulator()
   with input_fn.data_errors():
     for _ in range(config.num_eval_steps):
       outputs = eval_step(iterator)
-      replicas = [strategy.experimental_local_results(v)
-                  for v in outputs.values()]
-      for i in range(len(replicas[0])):
-        accumulator.update({k: r[i].numpy()
-                            for k, r in zip(outputs.keys(), replicas)})
+      # The global batch, from the replicas of all workers.
+      batch = {k: strategy.gather(v, axis=0).numpy()
+               for k, v in outputs.items()}
+      if "est_disc_loss_pG" in batch:
+        under_pg.update(dict(
+            est_disc_loss=batch.pop("est_disc_loss_pG"),
+            actual_disc_loss=batch.pop("actual_disc_loss_pG"),
+            masked_lm_weights=batch["masked_lm_weights"]))
+      accumulator.update(batch)
   results = accumulator.result()
+  pg = under_pg.result()
+  if pg.get("estimator_pearson") is not None:
+    results["estimator_pearson_pG"] = pg["estimator_pearson"]
+    results["estimator_spearman_pG"] = pg["estimator_spearman"]
   results.update(model_name=config.model_name, sampling=config.sampling,
                  focal_gamma=config.focal_gamma,
                  eval_tfrecords=config.eval_tfrecords,
                  num_eval_steps=config.num_eval_steps)
+  if not strategy.extended.should_checkpoint:
+    return results  # Only the chief of a multi-worker cluster writes.
   results_dir = os.path.join(config.model_dir, "results")
   paths = eval_metrics.write_results(results, results_dir, step=step)
   plot = eval_metrics.plot_max_prob_histogram(
@@ -79,7 +94,8 @@ def evaluate(config, model, strategy, step, log=print):
       os.path.join(results_dir, "gen_max_prob_histogram.png"),
       title="Generator max-probability at masked positions (step %d)" % step)
   log("Eval at step %d: %s" % (step, ", ".join(
-      "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS
+      "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS +
+      ("estimator_pearson_pG", "estimator_spearman_pG")
       if isinstance(results.get(k), float))))
   log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))
   return results

@@ -5,14 +5,20 @@ Each replica computes its share of the global-batch loss
 (model/losses.py); gradients are all-reduced, clipped at the global norm and
 applied once (model/optimization.py), so any number of replicas computes the
 update of one device. Checkpoints (`tf.train.CheckpointManager`) hold the
-model, the optimizer, the step, the dropout RNG state and the input
-iterator, so a re-run of the same command resumes exactly where the last
-checkpoint left off.
+model, the optimizer, the step, the dropout RNG state and (default strategy)
+the input iterator; tf.distribute's iterators cannot be saved, so under other
+strategies a resumed run skips the batches already trained on. Either way a
+re-run of the same command resumes exactly where the last checkpoint left
+off. Under MultiWorkerMirroredStrategy only the chief writes to the model
+directory; the other workers save their (identical) checkpoints to a
+temporary directory, as every worker must take part in saving.
 """
 
 import json
 import math
 import os
+import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -145,8 +151,10 @@ class PretrainingTrainer(object):
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self.is_chief = self.strategy.extended.should_checkpoint
     self.checkpoint_dir = checkpoints_lib.pretrained_checkpoint_dir(
         config.model_dir)
+    self._save_dir = self.checkpoint_dir
     self.train_flops = flops_lib.pretraining_step_flops(config)
 
   def _checkpoint(self, iterator=None):
@@ -158,20 +166,46 @@ class PretrainingTrainer(object):
     return tf.train.Checkpoint(**items)
 
   def restore(self, iterator=None):
-    """Restores the latest checkpoint, if any; returns the step."""
-    manager = tf.train.CheckpointManager(
-        self._checkpoint(iterator), self.checkpoint_dir,
-        max_to_keep=self.config.keep_checkpoint_max)
-    if manager.latest_checkpoint:
+    """Restores the latest checkpoint, if any; returns the saving manager.
+
+    Every worker restores from `checkpoint_dir`; the manager saves there on
+    the chief and to a temporary directory on other workers.
+    """
+    checkpoint = self._checkpoint(iterator)
+    latest = tf.train.latest_checkpoint(self.checkpoint_dir)
+    if latest:
       try:
-        manager.checkpoint.restore(manager.latest_checkpoint).expect_partial()
+        checkpoint.restore(latest).expect_partial()
       except (ValueError, tf.errors.InvalidArgumentError) as e:
         raise UserError("cannot restore %s into this model (another model "
-                        "shape?): %s" % (manager.latest_checkpoint,
-                                         str(e).splitlines()[0]))
-      self.log("Restored %s (step %d)" % (manager.latest_checkpoint,
+                        "shape?): %s" % (latest, str(e).splitlines()[0]))
+      self.log("Restored %s (step %d)" % (latest,
                                           int(self.global_step.numpy())))
-    return manager
+    return tf.train.CheckpointManager(
+        checkpoint, self._save_dir,
+        max_to_keep=self.config.keep_checkpoint_max if self.is_chief else 1)
+
+  def _train_iterator(self, input_fn):
+    """(iterator over the training batches, whether checkpoints hold it).
+
+    A tf.distribute iterator cannot be checkpointed (TF 2.20); it starts
+    after the batches of the steps already taken, which are the same in
+    every run (the pipeline's stream depends on the seed only).
+    """
+    iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
+    latest = tf.train.latest_checkpoint(self.checkpoint_dir)
+    if isinstance(iterator, tf.data.Iterator) or not latest:
+      return iterator, isinstance(iterator, tf.data.Iterator)
+    step = int(tf.train.load_checkpoint(latest).get_tensor(
+        "step/.ATTRIBUTES/VARIABLE_VALUE"))
+
+    def resumed_input_fn(context):
+      per_step = (context.num_replicas_in_sync //
+                  context.num_input_pipelines)
+      return input_fn(context).skip(step * per_step)
+
+    return iter(self.strategy.distribute_datasets_from_function(
+        resumed_input_fn)), False
 
   def _replica_step(self, features):
     c = self.config
@@ -228,13 +262,19 @@ class PretrainingTrainer(object):
     """Trains to `num_train_steps`, resuming from the last checkpoint."""
     c = self.config
     input_fn = pretrain_data.get_input_fn(c, is_training=True)
-    iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
-    with input_fn.data_errors():
-      return self._train(iterator)
+    iterator, saved = self._train_iterator(input_fn)
+    if not self.is_chief:
+      self._save_dir = tempfile.mkdtemp(prefix="electra_worker_checkpoints_")
+    try:
+      with input_fn.data_errors():
+        return self._train(iterator, saved)
+    finally:
+      if not self.is_chief:
+        shutil.rmtree(self._save_dir, ignore_errors=True)
 
-  def _train(self, iterator):
+  def _train(self, iterator, iterator_in_checkpoint):
     c = self.config
-    manager = self.restore(iterator)
+    manager = self.restore(iterator if iterator_in_checkpoint else None)
     step = int(self.global_step.numpy())
     total = c.num_train_steps
     if step >= total:
@@ -248,7 +288,8 @@ class PretrainingTrainer(object):
                  step, total, self.num_replicas, c.train_batch_size,
                  self.train_flops / 1e12, peak / 1e12,
                  " (estimated)" if estimated else ""))
-    writer = tf.summary.create_file_writer(os.path.join(c.model_dir, "train"))
+    writer = (tf.summary.create_file_writer(os.path.join(c.model_dir, "train"))
+              if self.is_chief else tf.summary.create_noop_writer())
     train_loop = self._make_train_loop()
     start_time, start_step = time.time(), step
     window_sums, window_steps, window_start = None, 0, time.time()
@@ -267,7 +308,8 @@ class PretrainingTrainer(object):
             "non-finite %s between steps %d and %d; stopped without saving. "
             "The last good checkpoint is %s. Lower learning_rate or check "
             "the data." % (", ".join(bad), step + 1, step + n,
-                           manager.latest_checkpoint or "(none yet)"))
+                           tf.train.latest_checkpoint(self.checkpoint_dir)
+                           or "(none yet)"))
       step += n
       window_steps += n
       window_sums = sums if window_sums is None else {
@@ -289,7 +331,8 @@ class PretrainingTrainer(object):
         window_sums, window_steps, window_start = None, 0, time.time()
       if step % c.save_checkpoints_steps == 0 or step == total:
         path = manager.save(checkpoint_number=step)
-        self.log("Saved checkpoint %s" % path)
+        if self.is_chief:
+          self.log("Saved checkpoint %s" % path)
       if c.eval_every and step % c.eval_every == 0 and step < total:
         self.evaluate(step=step)
     writer.flush()
@@ -305,8 +348,9 @@ class PretrainingTrainer(object):
                                     format_duration(eta)),
              "loss %.4f mlm %.4f" % (m["total_loss"], m["mlm_loss"])]
     if "disc_loss" in m:
-      parts[-1] += " disc %.4f samp %.4f" % (m["disc_loss"],
-                                            m["sampling_loss"])
+      parts[-1] += " disc %.4f" % m["disc_loss"]
+      if self.model.learns_sampler:
+        parts[-1] += " samp %.4f" % m["sampling_loss"]
       parts.append("gen_acc %.3f disc_acc %.3f repl %.3f" % (
           m["gen_accuracy"], m["disc_accuracy"], m["replacement_rate"]))
     if "hp_estimator_pearson" in m:

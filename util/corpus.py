@@ -22,11 +22,12 @@ class CorpusFile(object):
 def list_corpus_files(corpus_dir):
   """All regular files under `corpus_dir`, recursively, sorted by relative path.
 
-  Hidden files and directories (names starting with ".") are left out.
+  Hidden files and directories (names starting with ".") and special files
+  (pipes, sockets, broken links) are left out.
 
   Returns:
     (files, skipped): a list of CorpusFile and a list of (relpath, reason) for
-    the hidden files.
+    the files left out.
   Raises:
     UserError: `corpus_dir` is not a directory.
   """
@@ -41,6 +42,9 @@ def list_corpus_files(corpus_dir):
       relpath = os.path.relpath(path, corpus_dir).replace(os.sep, "/")
       if name.startswith("."):
         skipped.append((relpath, "hidden file"))
+        continue
+      if not os.path.isfile(path):
+        skipped.append((relpath, "not a regular file"))
         continue
       try:
         size = os.path.getsize(path)

@@ -1,0 +1,50 @@
+"""Learns a WordPiece vocabulary (vocab.txt) from a directory of raw text.
+
+Uses tensorflow-text's WordPiece learner on text normalized like the
+tokenizer does; [PAD] [UNK] [CLS] [SEP] [MASK] come first ([PAD] has id 0).
+
+Usage:
+  python build_vocab.py --corpus-dir data/corpus --output vocab.txt \
+      --vocab-size 8000
+"""
+
+import argparse
+import time
+
+from model import tokenization
+from util.cli import run_main
+
+
+def parse_args(argv=None):
+  parser = argparse.ArgumentParser(
+      description="Learns a WordPiece vocab.txt from raw text files.")
+  parser.add_argument("--corpus-dir", required=True,
+                      help="Directory of UTF-8 text files (read recursively).")
+  parser.add_argument("--output", required=True, help="vocab.txt to write.")
+  parser.add_argument("--vocab-size", type=int, default=30522,
+                      help="Target vocabulary size (default 30522, BERT's).")
+  parser.add_argument("--no-lower-case", dest="lower_case",
+                      action="store_false",
+                      help="Keep case and accents (default: lower-case and "
+                      "strip accents, like BERT uncased).")
+  parser.add_argument("--reserved-tokens", default="",
+                      help="Comma-separated tokens to add after the special "
+                      "tokens, e.g. '[unused0],[unused1]'.")
+  return parser.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  start = time.time()
+  extra = [t for t in args.reserved_tokens.split(",") if t]
+  vocab = tokenization.build_vocab(
+      args.corpus_dir, args.output, vocab_size=args.vocab_size,
+      reserved_tokens=list(tokenization.SPECIAL_TOKENS) + extra,
+      lower_case=args.lower_case)
+  print("wrote %s: %d tokens in %.1f s" % (args.output, len(vocab),
+                                          time.time() - start))
+  return 0
+
+
+if __name__ == "__main__":
+  run_main(main)

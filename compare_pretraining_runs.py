@@ -1,0 +1,52 @@
+"""Side-by-side evaluation results of pre-training runs, and their histograms.
+
+  python compare_pretraining_runs.py D/models/mlm D/models/hp [--output DIR]
+
+Reads each model directory's `results/pretrain_eval.json` (written by
+run_pretraining.py with do_eval) and prints a table of the main metrics; with
+--output it also writes the table (comparison.md) and one plot of the
+generator's max-probability histograms (gen_max_prob_histograms.png).
+"""
+
+import argparse
+import json
+import os
+
+from util.cli import run_main
+from util.errors import UserError
+from util.io_utils import write_text_atomic
+
+
+def load_results(model_dir):
+  path = os.path.join(model_dir, "results", "pretrain_eval.json")
+  if not os.path.exists(path):
+    raise UserError("%s not found; run run_pretraining.py with "
+                    "\"do_eval\": true for that model first." % path)
+  with open(path) as f:
+    return json.load(f)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("model_dirs", nargs="+")
+  parser.add_argument("--output", default=None)
+  args = parser.parse_args(argv)
+  from pretrain import eval_metrics  # Imports matplotlib.
+  runs = {os.path.basename(os.path.normpath(d)): load_results(d)
+          for d in args.model_dirs}
+  table = eval_metrics.format_results_table(runs)
+  print(table)
+  if args.output:
+    os.makedirs(args.output, exist_ok=True)
+    write_text_atomic(os.path.join(args.output, "comparison.md"), table + "\n")
+    plot = eval_metrics.plot_max_prob_histogram(
+        {name: r["gen_max_prob_histogram"] for name, r in runs.items()},
+        os.path.join(args.output, "gen_max_prob_histograms.png"),
+        title="Generator max-probability at masked positions")
+    print("Wrote %s and %s" % (os.path.join(args.output, "comparison.md"),
+                               plot))
+  return 0
+
+
+if __name__ == "__main__":
+  run_main(main)

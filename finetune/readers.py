@@ -1,0 +1,136 @@
+"""Reading task files: tab-separated (GLUE), CoNLL-style tagging, SQuAD JSON.
+
+The readers only split files into fields; the tasks decide what the fields
+mean. Every problem is a `UserError` naming the file and, where the format has
+lines, the line (1-based) and what was expected there.
+"""
+
+import collections
+import json
+import os
+
+from util.errors import UserError
+
+# One data row of a tab-separated file: its fields and where it came from.
+TsvRow = collections.namedtuple("TsvRow", ["fields", "path", "line"])
+
+# One sentence of a CoNLL-style file: words, labels (None in unlabelled
+# files) and the line its first word is on.
+ConllSentence = collections.namedtuple("ConllSentence",
+                                       ["words", "labels", "path", "line"])
+
+
+def find_split_file(task_name, task_dir, split, filenames):
+  """The path of the first of `filenames` that exists in `task_dir`.
+
+  Raises UserError naming the directory or every path looked for.
+  """
+  if not os.path.isdir(task_dir):
+    raise UserError("task %r: data directory %s does not exist; put the "
+                    "task's files (%s) there." % (task_name, task_dir,
+                                                   ", ".join(filenames)))
+  paths = [os.path.join(task_dir, name) for name in filenames]
+  for path in paths:
+    if os.path.isfile(path):
+      return path
+  raise UserError("task %r: no %s split: looked for %s." % (
+      task_name, split, " or ".join(paths)))
+
+
+def _lines(path):
+  """Yields (line number, text without the newline); names bad encodings."""
+  line_number = 0
+  try:
+    # utf-8-sig: GLUE's MRPC files start with a byte-order mark.
+    with open(path, encoding="utf-8-sig", newline="") as f:
+      for line_number, line in enumerate(f, 1):
+        yield line_number, line.rstrip("\r\n")
+  except UnicodeDecodeError as e:
+    raise UserError("%s:%d: not valid UTF-8 (%s)." % (path, line_number + 1,
+                                                      e.reason))
+
+
+def read_tsv(path, has_header):
+  """Reads a tab-separated file (no quoting, as GLUE's files).
+
+  Returns (column names or None, [TsvRow]). Blank lines are skipped.
+  """
+  columns = None
+  rows = []
+  for line_number, text in _lines(path):
+    if not text.strip():
+      continue
+    fields = text.split("\t")
+    if has_header and columns is None:
+      columns = [c.strip() for c in fields]
+      continue
+    rows.append(TsvRow(fields, path, line_number))
+  if has_header and columns is None:
+    raise UserError("%s is empty; expected a header line and rows." % path)
+  return columns, rows
+
+
+def column_index(columns, name, path, format_name):
+  """Index of the column called `name` in a header; UserError if absent."""
+  if name not in columns:
+    raise UserError("%s:1: the header has no column %r (it has: %s); "
+                    "expected the %s format." % (
+                        path, name, ", ".join(repr(c) for c in columns),
+                        format_name))
+  return columns.index(name)
+
+
+def get_field(row, index, what):
+  """Field `index` of a row; UserError naming file, line and the field."""
+  if index >= len(row.fields):
+    raise UserError("%s:%d: expected at least %d tab-separated fields (%s in "
+                    "field %d), found %d." % (row.path, row.line, index + 1,
+                                              what, index + 1,
+                                              len(row.fields)))
+  return row.fields[index]
+
+
+def read_conll(path, labelled):
+  """Reads `token label` lines, blank line between sentences.
+
+  More than two whitespace-separated columns are allowed (CoNLL-2000/2003
+  files): the token is the first column and the label the last.
+  `-DOCSTART-` lines end a sentence and are skipped. With `labelled` False
+  (test files) a line may hold the token alone and labels are None.
+  Returns [ConllSentence].
+  """
+  sentences = []
+  words, labels, first_line = [], [], None
+
+  def flush():
+    if words:
+      sentences.append(ConllSentence(list(words), list(labels) if labelled
+                                     else None, path, first_line))
+    del words[:], labels[:]
+
+  for line_number, text in _lines(path):
+    fields = text.split()
+    if not fields or fields[0] == "-DOCSTART-":
+      flush()
+      continue
+    if labelled and len(fields) < 2:
+      raise UserError("%s:%d: expected 'token label' (whitespace-separated), "
+                      "got %r." % (path, line_number, text))
+    if not words:
+      first_line = line_number
+    words.append(fields[0])
+    labels.append(fields[-1])
+  flush()
+  return sentences
+
+
+def read_json(path):
+  """Parses a JSON file; a syntax error names the file, line and column."""
+  try:
+    with open(path, encoding="utf-8-sig") as f:
+      return json.load(f)
+  except ValueError as e:
+    if isinstance(e, json.JSONDecodeError):
+      raise UserError("%s:%d: not valid JSON at column %d: %s." % (
+          path, e.lineno, e.colno, e.msg))
+    raise UserError("%s: not valid JSON or UTF-8: %s." % (path, e))

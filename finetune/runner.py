@@ -1,0 +1,156 @@
+"""Runs fine-tuning: every task of `task_names` in turn, `num_trials` each.
+
+Layout under `model_dir` (default `<data_dir>/models/<model_name>`):
+  checkpoints/                       pre-training's checkpoints (read)
+  finetuning_models/<task>/config.json       the fine-tuning config
+  finetuning_models/<task>/trial_<k>/best/   the kept (best-dev) model
+  finetuning_models/<task>/trial_<k>/best.json and dev predictions (SQuAD)
+  results/<task>_results.{json,txt}         per-trial results, mean, std
+  results/test_predictions/trial_<k>/       GLUE-style test prediction files
+"""
+
+import json
+import os
+
+from absl import logging as absl_logging
+import tensorflow as tf
+
+from finetune import preprocessing
+from finetune import results as results_lib
+from finetune import task_builder
+from finetune.trainer import Trainer
+from model import checkpoints
+from util import distribution
+from util.errors import UserError
+from util.io_utils import write_json_atomic
+
+# `init_checkpoint` value that fine-tunes from random initialisation.
+RANDOM_INIT = "none"
+
+# Model fields a pre-trained checkpoint fixes (shapes and the function).
+_ARCHITECTURE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers",
+                      "num_attention_heads", "intermediate_size",
+                      "embedding_size", "max_position_embeddings",
+                      "type_vocab_size", "hidden_act")
+_RELATIVE_KEYS = ("relative_position", "relative_num_buckets",
+                  "relative_max_distance")
+
+
+def _check_pretrained_config(config, prefix):
+  """UserError if the pre-training config.json next to the checkpoint
+  describes another architecture than this fine-tuning config."""
+  checkpoint_dir = os.path.dirname(prefix)
+  candidates = [os.path.join(checkpoint_dir, "config.json"),
+                os.path.join(os.path.dirname(checkpoint_dir), "config.json")]
+  path = next((p for p in candidates if os.path.isfile(p)), None)
+  if path is None:
+    return
+  try:
+    with open(path) as f:
+      pretrained = json.load(f)
+  except ValueError as e:
+    raise UserError("%s is not valid JSON: %s" % (path, e))
+  model = pretrained.get("model_hparams", {})
+  overrides = {key: model[key] for key in _ARCHITECTURE_KEYS
+               if key in model and model[key] != config.model_hparams[key]}
+  relative = {key: pretrained[key] for key in _RELATIVE_KEYS
+              if key in pretrained and pretrained[key] != getattr(config, key)}
+  if overrides or relative:
+    hint = dict(relative)
+    if overrides:
+      hint["model_hparam_overrides"] = dict(
+          (key, model[key]) for key in _ARCHITECTURE_KEYS
+          if key in model and key != "vocab_size")
+      if "vocab_size" in overrides:
+        hint["vocab_size"] = model["vocab_size"]
+    raise UserError("the pre-trained model %s (%s) differs from this "
+                    "fine-tuning config in %s; add these hparams: %s" % (
+                        prefix, path,
+                        ", ".join(sorted(list(overrides) + list(relative))),
+                        json.dumps(hint, sort_keys=True)))
+
+
+def resolve_init_checkpoint(config):
+  """The checkpoint prefix to start from, or None for random initialisation.
+
+  `init_checkpoint` None: the latest checkpoint of `<model_dir>/checkpoints`
+  (an error if there is none). "none": random initialisation. Otherwise a
+  checkpoint prefix, a directory of checkpoints, or a pre-training model
+  directory holding `checkpoints/`.
+  """
+  path = config.init_checkpoint
+  if path == RANDOM_INIT:
+    return None
+  if path is None:
+    path = checkpoints.pretrained_checkpoint_dir(config.model_dir)
+    if not (os.path.isdir(path) and tf.train.latest_checkpoint(path)):
+      raise UserError(
+          "no pre-trained checkpoint in %s. Pre-train model %r first, set "
+          "hparam 'init_checkpoint' to a checkpoint, or set it to \"none\" "
+          "to fine-tune from random initialisation." % (path,
+                                                        config.model_name))
+  elif (os.path.isdir(path) and tf.train.latest_checkpoint(path) is None and
+        os.path.isdir(checkpoints.pretrained_checkpoint_dir(path))):
+    path = checkpoints.pretrained_checkpoint_dir(path)
+  prefix = checkpoints.resolve_checkpoint(path)
+  _check_pretrained_config(config, prefix)
+  return prefix
+
+
+def _load_splits(config, task):
+  """Reads every split this run needs (so file errors come before training)."""
+  train = task.load("train", is_training=True) if config.do_train else None
+  evals = [task.load(s) for s in task.eval_splits] if config.do_eval else []
+  tests = ([task.load(s) for s in task.test_splits]
+           if config.write_test_outputs else [])
+  return train, evals, tests
+
+
+def run_task(config, task, strategy, init_checkpoint):
+  """All trials of one task; returns its results record (also written)."""
+  train, evals, tests = _load_splits(config, task)
+  task_dir = os.path.join(config.model_dir, "finetuning_models", task.name)
+  write_json_atomic(os.path.join(task_dir, "config.json"), config.to_dict())
+  trials = []
+  record = None
+  for trial in range(1, config.num_trials + 1):
+    prefix = "%s trial %d/%d" % (task.name, trial, config.num_trials)
+    trainer = Trainer(config, task, strategy,
+                      os.path.join(task_dir, "trial_%d" % trial),
+                      seed=config.seed + trial - 1, log_prefix=prefix)
+    trial_record = trainer.run(
+        train, evals, tests, init_checkpoint,
+        test_dir=os.path.join(config.model_dir, "results", "test_predictions",
+                              "trial_%d" % trial))
+    trial_record["trial"] = trial
+    trials.append(trial_record)
+    record = results_lib.task_record(task.name, trials,
+                                     trial_record["primary_metric"])
+    json_path, _ = results_lib.write_task_results(config.model_dir, record)
+  print(results_lib.record_text(record), end="", flush=True)
+  print("results: %s" % json_path, flush=True)
+  return record
+
+
+def run_finetuning(config):
+  """Fine-tunes and/or evaluates every task in `config.task_names`.
+
+  Returns {task name: results record}.
+  """
+  task_builder.check_task_names(config.task_names)
+  if not (config.do_train or config.do_eval or config.write_test_outputs):
+    raise UserError("do_train, do_eval and write_test_outputs are all false: "
+                    "nothing to do.")
+  # squad_lib logs every window it builds at INFO level.
+  absl_logging.set_verbosity(absl_logging.WARNING)
+  distribution.configure_mixed_precision(config.mixed_precision)
+  strategy = distribution.get_strategy(config)
+  tokenizer = preprocessing.build_tokenizer(config)
+  init_checkpoint = resolve_init_checkpoint(config) if config.do_train else None
+  if config.do_train and init_checkpoint is None:
+    print("fine-tuning from random initialisation (init_checkpoint \"none\")",
+          flush=True)
+  tasks = [task_builder.get_task(config, name, tokenizer)
+           for name in config.task_names]
+  return {task.name: run_task(config, task, strategy, init_checkpoint)
+          for task in tasks}

@@ -1,0 +1,1 @@
+"""Sequence tagging: chunking, part of speech, named entities."""

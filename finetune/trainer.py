@@ -1,0 +1,351 @@
+"""Fine-tunes one task for one trial: train, evaluate every epoch, keep the
+best checkpoint, predict.
+
+The train step runs inside `strategy.run` and applies gradients with the
+shared `model.optimization.apply_clipped_gradients` (all-reduce, then global
+norm clipping); AdamW with warmup, linear decay and layer-wise LR decay comes
+from `model.optimization.create_optimizer`. With float16 mixed precision the
+optimizer is wrapped in Keras's dynamic loss scaling.
+"""
+
+import collections
+import math
+import os
+import shutil
+import time
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from finetune import layerwise_decay
+from finetune import preprocessing
+from finetune import scorer as scorer_lib
+from finetune.model import FinetuningModel
+from model import checkpoints
+from model import optimization
+from model.encoder import build_discriminator_encoder
+from util.errors import UserError
+from util.io_utils import write_json_atomic
+
+BEST_DIR = "best"
+
+
+def format_duration(seconds):
+  seconds = int(round(seconds))
+  if seconds >= 3600:
+    return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+  if seconds >= 60:
+    return "%dm%02ds" % (seconds // 60, seconds % 60)
+  return "%ds" % seconds
+
+
+def train_schedule(num_examples, batch_size, num_epochs):
+  """(num_train_steps, steps at which to evaluate: each epoch end and last)."""
+  steps_per_epoch = num_examples / float(batch_size)
+  num_steps = max(1, int(num_examples * num_epochs / batch_size))
+  eval_steps = {num_steps}
+  for epoch in range(1, int(math.ceil(num_epochs)) + 1):
+    eval_steps.add(min(num_steps, max(1, int(round(epoch * steps_per_epoch)))))
+  return num_steps, sorted(eval_steps)
+
+
+class Trainer(object):
+  """One trial of one task.
+
+  Args:
+    config: a `FinetuningConfig`.
+    task: a `Task`.
+    strategy: a `tf.distribute.Strategy` (from `util.distribution`).
+    trial_dir: where this trial keeps its best checkpoint
+      (`<model_dir>/finetuning_models/<task>/trial_<k>`).
+    seed: seed of the head's initialisation, dropout and data order.
+    log_prefix: start of every progress line, e.g. "sst trial 1/3".
+  """
+
+  def __init__(self, config, task, strategy, trial_dir, seed, log_prefix):
+    self.config = config
+    self.task = task
+    self.strategy = strategy
+    self.trial_dir = trial_dir
+    self.seed = seed
+    self.log_prefix = log_prefix
+    replicas = strategy.num_replicas_in_sync
+    for key in ("train_batch_size", "eval_batch_size"):
+      if getattr(config, key) % replicas:
+        raise UserError("hparam %r (%d) must be a multiple of the %d "
+                        "replicas of strategy %r." % (
+                            key, getattr(config, key), replicas,
+                            config.strategy))
+    tf_keras.utils.set_random_seed(seed)
+    with strategy.scope():
+      self.model = FinetuningModel(build_discriminator_encoder(config),
+                                   task.build_head(), name="finetuning")
+    self._checkpoint = tf.train.Checkpoint(model=self.model)
+    self._predict_step = None
+    self._last_scorers, self._primary_metrics = {}, {}
+
+  def log(self, message):
+    print("%s: %s" % (self.log_prefix, message), flush=True)
+
+  @property
+  def best_dir(self):
+    return os.path.join(self.trial_dir, BEST_DIR)
+
+  # ---- building and restoring ----------------------------------------------
+
+  def build(self, features):
+    """Creates the variables by calling the model on one feature row."""
+    with self.strategy.scope():
+      self.model({name: value[:1] for name, value in features.items()},
+                 training=False)
+    names = [v.name for v in self.model.trainable_variables]
+    if len(set(names)) != len(names):
+      raise ValueError("duplicate variable names in the fine-tuning model; "
+                       "per-variable learning rates need unique names")
+
+  def init_encoder(self, init_checkpoint):
+    """Loads pre-trained discriminator weights (None: keep random ones)."""
+    if init_checkpoint is None:
+      self.log("encoder from random initialisation (init_checkpoint "
+               "\"none\")")
+      return
+    prefix = checkpoints.restore_discriminator(self.model.encoder,
+                                               init_checkpoint)
+    self.log("encoder from pre-trained checkpoint %s" % prefix)
+
+  def restore_finetuned(self):
+    """Loads this trial's kept fine-tuned model (for do_train false)."""
+    latest = tf.train.latest_checkpoint(self.best_dir)
+    if latest is None:
+      raise UserError("no fine-tuned model for %s in %s; fine-tune first "
+                      "(do_train true)." % (self.log_prefix, self.best_dir))
+    status = self._checkpoint.restore(latest)
+    status.expect_partial().assert_existing_objects_matched()
+    return latest
+
+  # ---- training --------------------------------------------------------------
+
+  def _make_optimizer(self, num_train_steps):
+    config = self.config
+    multipliers = layerwise_decay.layerwise_lr_multipliers(
+        self.model.encoder, config.layerwise_lr_decay)
+    with self.strategy.scope():
+      optimizer = optimization.create_optimizer(
+          learning_rate=config.learning_rate, num_train_steps=num_train_steps,
+          num_warmup_steps=int(config.warmup_proportion * num_train_steps),
+          weight_decay_rate=config.weight_decay_rate,
+          epsilon=config.adam_epsilon, lr_multipliers=multipliers)
+      schedule = optimizer.learning_rate
+      if config.mixed_precision == "float16":
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+    return optimizer, schedule
+
+  def _make_train_loop(self, optimizer, global_batch_size):
+    model, task, strategy = self.model, self.task, self.strategy
+    clip_norm = self.config.clip_norm
+    loss_scaling = isinstance(optimizer,
+                              tf_keras.mixed_precision.LossScaleOptimizer)
+
+    @tf.function(jit_compile=self.config.jit_compile)
+    def replica_step(features):
+      with tf.GradientTape() as tape:
+        outputs = model(features, training=True)
+        losses = tf.cast(task.compute_losses(outputs, features), tf.float32)
+        loss = tf.reduce_sum(losses) / global_batch_size
+        scaled = optimizer.get_scaled_loss(loss) if loss_scaling else loss
+      variables = model.trainable_variables
+      grads = tape.gradient(scaled, variables)
+      if loss_scaling:
+        grads = optimizer.get_unscaled_gradients(grads)
+      optimization.apply_clipped_gradients(optimizer, grads, variables,
+                                           clip_norm)
+      return loss
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+      total = tf.constant(0.0)
+      for _ in tf.range(num_steps):
+        per_replica = strategy.run(replica_step, args=(next(iterator),))
+        total += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
+                                 axis=None)
+      return total / tf.cast(num_steps, tf.float32)
+
+    return train_loop
+
+  def train(self, train_data, eval_data):
+    """Fine-tunes on `train_data`, evaluating `eval_data` (list of
+    `SplitData`) after every epoch and keeping the best checkpoint.
+
+    Returns (history [{step, epoch, loss, results}], best entry, losses
+    [(step, mean loss since the previous line)]).
+    """
+    config = self.config
+    n = preprocessing.num_features(train_data.features)
+    batch = config.train_batch_size
+    num_steps, eval_steps = train_schedule(n, batch, config.num_train_epochs)
+    if not eval_data:
+      eval_steps = [num_steps]
+    optimizer, schedule = self._make_optimizer(num_steps)
+    train_loop = self._make_train_loop(optimizer, batch)
+    dataset = self.strategy.experimental_distribute_dataset(
+        preprocessing.train_dataset(train_data.features, batch, self.seed))
+    iterator = iter(dataset)
+    if os.path.isdir(self.best_dir):
+      shutil.rmtree(self.best_dir)
+    manager = tf.train.CheckpointManager(self._checkpoint, self.best_dir,
+                                         max_to_keep=1,
+                                         checkpoint_name="model")
+    self.log("%d training features, %d steps of %d (%.4g epochs), warmup %d, "
+             "evaluation/checkpoint at steps %s" % (
+                 n, num_steps, batch, config.num_train_epochs,
+                 int(config.warmup_proportion * num_steps),
+                 ", ".join(str(s) for s in eval_steps)))
+    history, losses, best = [], [], None
+    step, train_seconds, eval_seconds = 0, 0.0, []
+    for eval_step in eval_steps:
+      while step < eval_step:
+        chunk = min(config.log_every, eval_step - step)
+        start = time.time()
+        loss = float(train_loop(iterator, tf.constant(chunk, tf.int32)))
+        train_seconds += time.time() - start
+        step += chunk
+        losses.append((step, loss))
+        if not np.isfinite(loss):
+          raise UserError("%s: the training loss is %s at step %d; lower "
+                          "hparam 'learning_rate' (now %g)." % (
+                              self.log_prefix, loss, step,
+                              config.learning_rate))
+        # ETA: the remaining steps at the rate so far, plus the evaluations
+        # still to come at their mean duration.
+        rate = step / max(train_seconds, 1e-9)
+        evals_left = len([s for s in eval_steps if s >= eval_step])
+        eta = (num_steps - step) / rate + evals_left * (
+            np.mean(eval_seconds) if eval_seconds else 0.0)
+        self.log("step %d/%d (epoch %.2f) loss %.4f lr %.3g, %.1f steps/s, "
+                 "ETA %s" % (step, num_steps, step * batch / float(n), loss,
+                             float(schedule(step)), rate,
+                             format_duration(eta)))
+      entry = dict(step=step, epoch=round(step * batch / float(n), 4),
+                   loss=losses[-1][1])
+      if eval_data:
+        start = time.time()
+        entry["results"] = self.evaluate_all(eval_data)
+        eval_seconds.append(time.time() - start)
+      history.append(entry)
+      # Without dev data the kept model is simply the last one.
+      improved = (not eval_data or best is None or
+                  self._primary(entry) > self._primary(best))
+      if improved:
+        best = entry
+        manager.save(checkpoint_number=step)
+        self._write_best(entry, eval_data)
+      if eval_data:
+        self.log("step %d (epoch %.2f): %s%s" % (
+            step, entry["epoch"],
+            "; ".join("%s %s" % (split, scorer_lib.results_str(r))
+                      for split, r in entry["results"].items()),
+            " (best so far, saved)" if improved else ""))
+    return history, best, losses
+
+  def _primary(self, entry):
+    split = self.task.eval_splits[0]
+    return entry["results"][split][self._primary_metrics[split]]
+
+  def _write_best(self, entry, eval_data):
+    write_json_atomic(os.path.join(self.trial_dir, "best.json"),
+                      dict(entry, seed=self.seed))
+    for split_data in eval_data:
+      scorer = self._last_scorers.get(split_data.split)
+      if scorer is not None:
+        scorer.write_predictions(self.trial_dir)
+
+  # ---- evaluation and prediction ---------------------------------------------
+
+  def predict(self, split_data):
+    """Evaluation outputs of every feature of a split, in feature order."""
+    if self._predict_step is None:
+      model, task, strategy = self.model, self.task, self.strategy
+
+      @tf.function
+      def predict_step(batch):
+        def replica_fn(features):
+          outputs = task.eval_outputs(model(features, training=False),
+                                      features)
+          outputs["feature_index"] = features["feature_index"]
+          return outputs
+        per_replica = strategy.run(replica_fn, args=(batch,))
+        return tf.nest.map_structure(
+            lambda t: strategy.gather(t, axis=0), per_replica)
+
+      self._predict_step = predict_step
+    dataset = self.strategy.experimental_distribute_dataset(
+        preprocessing.eval_dataset(split_data.features,
+                                   self.config.eval_batch_size))
+    collected = collections.defaultdict(list)
+    for batch in dataset:
+      for name, value in self._predict_step(batch).items():
+        collected[name].append(value.numpy())
+    outputs = {name: np.concatenate(values)
+               for name, values in collected.items()}
+    index = outputs.pop("feature_index")
+    keep = np.flatnonzero(index != preprocessing.PADDING_INDEX)
+    order = keep[np.argsort(index[keep], kind="stable")]
+    return {name: value[order] for name, value in outputs.items()}
+
+  def evaluate_all(self, eval_data):
+    """{split: results} for every evaluation split (`SplitData` list)."""
+    all_results = collections.OrderedDict()
+    self._last_scorers, self._primary_metrics = {}, {}
+    for split_data in eval_data:
+      scorer = self.task.get_scorer(split_data)
+      scorer.update(self.predict(split_data))
+      all_results[split_data.split] = scorer.get_results()
+      self._last_scorers[split_data.split] = scorer
+      self._primary_metrics[split_data.split] = scorer.primary_metric
+    return all_results
+
+  def primary_metric(self):
+    return self._primary_metrics.get(self.task.eval_splits[0])
+
+  def write_test_outputs(self, test_data, directory):
+    """Predicts every test split; returns the paths written."""
+    return [self.task.write_test_predictions(split_data,
+                                             self.predict(split_data),
+                                             directory)
+            for split_data in test_data]
+
+  # ---- one whole trial -------------------------------------------------------
+
+  def run(self, train_data, eval_data, test_data, init_checkpoint, test_dir):
+    """Trains (if `train_data`), evaluates and writes test outputs.
+
+    Returns the trial's record: seed, `final` (results at the end of
+    training), `best` (the kept checkpoint's step, epoch and results),
+    `history` and `test_outputs`.
+    """
+    first = (train_data or (eval_data + test_data)[0]).features
+    self.build(first)
+    record = dict(seed=self.seed)
+    start = time.time()
+    if train_data is not None:
+      self.init_encoder(init_checkpoint)
+      history, best, losses = self.train(train_data, eval_data)
+      record.update(history=history, losses=losses,
+                    final=history[-1].get("results"), best=best)
+      if test_data and best["step"] != history[-1]["step"]:
+        self.restore_finetuned()
+    else:
+      path = self.restore_finetuned()
+      self.log("evaluating the fine-tuned model %s" % path)
+      results = self.evaluate_all(eval_data) if eval_data else None
+      record.update(final=results, best=dict(results=results))
+      if eval_data:
+        self.log("; ".join("%s %s" % (split, scorer_lib.results_str(r))
+                           for split, r in results.items()))
+    record["primary_metric"] = self.primary_metric()
+    if test_data:
+      record["test_outputs"] = self.write_test_outputs(test_data, test_dir)
+      self.log("test predictions: %s" % ", ".join(record["test_outputs"]))
+    record["seconds"] = round(time.time() - start, 1)
+    return record

@@ -1,0 +1,510 @@
+"""Tokenizers: BERT WordPiece through tensorflow-text, and SentencePiece.
+
+`WordPieceTokenizer` reproduces the original BERT `FullTokenizer` (tokens and
+ids) but runs the word splitting and WordPiece search in tensorflow-text's
+`FastWordpieceTokenizer`, tens of times faster. The text normalization
+(deleting control characters, lower-casing, stripping accents) is done in
+Python with the very rules of the original, because tensorflow-text's own BERT
+normalizers differ on rare characters (they case-fold with NFKC, so "ﬁ"
+becomes "fi" and "…" becomes "...", and they turn control characters into
+spaces where BERT deletes them). Checked on every Unicode code point: the only
+difference left is 36 code points that Python's Unicode 14 tables leave
+unassigned and tensorflow-text's newer ones call punctuation.
+
+TensorFlow state (the tokenizer ops) is created lazily on the first call, so
+a tokenizer built in a parent process can be used by forked workers.
+"""
+
+import re
+import sys
+import unicodedata
+
+import numpy as np
+from tensorflow_text.core.pybinds import (
+    pywrap_fast_wordpiece_tokenizer_model_builder as wordpiece_builder)
+
+from util import corpus as corpus_lib
+from util.errors import UserError
+from util.io_utils import write_text_atomic
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+# BERT's WordpieceTokenizer gives [UNK] for longer words (in characters;
+# tensorflow-text counts bytes, the same for the ASCII text of the uncased
+# vocab after accent stripping).
+MAX_CHARS_PER_WORD = 200
+
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def load_vocab(vocab_file):
+  """Reads a BERT vocab.txt (one token per line, id = line number).
+
+  Returns:
+    dict token -> id.
+  Raises:
+    UserError: the file is missing or unreadable, has a duplicate token, or
+      lacks one of SPECIAL_TOKENS.
+  """
+  try:
+    with open(vocab_file, encoding="utf-8") as f:
+      tokens = [line.strip() for line in f]
+  except FileNotFoundError:
+    raise UserError("vocab file %s does not exist; build one with "
+                    "`python build_vocab.py --corpus-dir DIR --output %s`."
+                    % (vocab_file, vocab_file)) from None
+  except (OSError, UnicodeDecodeError) as e:
+    raise UserError("cannot read vocab file %s: %s" % (vocab_file, e)) from None
+  while tokens and not tokens[-1]:
+    tokens.pop()  # a trailing newline is not a token
+  vocab = {}
+  for i, token in enumerate(tokens):
+    if token in vocab:
+      raise UserError("vocab file %s: token %r on line %d repeats line %d." %
+                      (vocab_file, token, i + 1, vocab[token] + 1))
+    vocab[token] = i
+  _check_special_tokens(vocab_file, vocab)
+  return vocab
+
+
+def _check_special_tokens(path, vocab):
+  missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+  if missing:
+    raise UserError(
+        "%s lacks the special token(s) %s; a vocabulary needs all of %s "
+        "(build_vocab.py adds them)." %
+        (path, " ".join(missing), " ".join(SPECIAL_TOKENS)))
+
+
+class _Tokenizer(object):
+  """What both tokenizers share: id/token conversion and the batch API.
+
+  Subclasses set `vocab` and implement `_tokenize_ragged(texts)`.
+  """
+
+  def _init_vocab(self, vocab):
+    self.vocab = vocab
+    self.inv_vocab = {i: t for t, i in vocab.items()}
+    self.vocab_size = len(vocab)
+    self.pad_id = vocab["[PAD]"]
+    self.unk_id = vocab["[UNK]"]
+    self.cls_id = vocab["[CLS]"]
+    self.sep_id = vocab["[SEP]"]
+    self.mask_id = vocab["[MASK]"]
+    self.special_ids = frozenset(vocab[t] for t in SPECIAL_TOKENS)
+
+  def __getstate__(self):
+    # The TF ops are per process: a copy sent to a worker rebuilds them.
+    state = dict(self.__dict__)
+    for key in ("_fn", "_words_fn"):
+      if key in state:
+        state[key] = None
+    return state
+
+  def encode_ragged(self, texts):
+    """Tokenizes a batch in one call.
+
+    Args:
+      texts: list of str, [batch].
+    Returns:
+      (ids, row_splits): numpy int32 [total_tokens] and int64 [batch + 1];
+      text i has ids[row_splits[i]:row_splits[i + 1]].
+    """
+    if not texts:
+      return np.zeros([0], np.int32), np.zeros([1], np.int64)
+    return self._tokenize_ragged(texts)
+
+  def encode_batch(self, texts):
+    """list of str [batch] -> list of lists of ids [batch, (tokens)]."""
+    ids, splits = self.encode_ragged(list(texts))
+    ids = ids.tolist()
+    splits = splits.tolist()
+    return [ids[a:b] for a, b in zip(splits[:-1], splits[1:])]
+
+  def encode(self, text):
+    return self.encode_batch([text])[0]
+
+  def tokenize(self, text):
+    return self.convert_ids_to_tokens(self.encode(text))
+
+  def convert_tokens_to_ids(self, tokens):
+    return [self.vocab.get(t, self.unk_id) for t in tokens]
+
+  def convert_ids_to_tokens(self, ids):
+    return [self.inv_vocab[int(i)] for i in ids]
+
+
+def _limit_tf_threads():
+  """One intra/inter-op thread: the builder parallelises with processes."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  except RuntimeError:
+    pass  # TF was already initialised in this process; keep its settings.
+
+
+class BertNormalizer(object):
+  """The text normalization of BERT's BasicTokenizer, before word splitting.
+
+  Deletes NUL, U+FFFD and control/format characters (Unicode Cc/Cf but tab
+  and line breaks), maps Unicode spaces (Zs) to " ", lower-cases (Python's
+  str.lower, like BERT) and strips accents (NFD, then drop Mn marks). Line
+  breaks are kept, so it can run on a whole text before it is split.
+
+  Args:
+    do_lower_case: lower-case.
+    strip_accents: strip accents; None means "same as do_lower_case".
+  """
+
+  def __init__(self, do_lower_case=True, strip_accents=None):
+    self.do_lower_case = bool(do_lower_case)
+    self.strip_accents = (self.do_lower_case if strip_accents is None
+                          else bool(strip_accents))
+    self._clean_cache = {}
+    self._marks_cache = {}
+
+  def normalize(self, text):
+    """The normalized text (str -> str)."""
+    if not text.isascii():
+      return self._normalize_unicode(text)
+    if _ASCII_CONTROL.search(text) is not None:
+      text = _ASCII_CONTROL.sub("", text)
+    return text.lower() if self.do_lower_case else text
+
+  def _normalize_unicode(self, text):
+    # Work on the distinct characters (few, even in long texts) and change the
+    # text with str.replace: per-character Python loops would be slow.
+    chars = set(text)
+    for c in chars:
+      replacement = self._clean_char(c)
+      if replacement != c:
+        text = text.replace(c, replacement)
+    if self.do_lower_case:
+      text = text.lower()
+    if self.strip_accents:
+      if not unicodedata.is_normalized("NFD", text):
+        text = unicodedata.normalize("NFD", text)
+      marks = set()
+      for c in chars:
+        if c > "\x7f":
+          marks.update(self._marks(c))
+      for m in marks:
+        text = text.replace(m, "")
+    return text
+
+  def _clean_char(self, c):
+    """What BERT's _clean_text makes of character c ("" deletes it)."""
+    r = self._clean_cache.get(c)
+    if r is None:
+      cat = unicodedata.category(c)
+      if c in "\t\n\r":
+        r = c
+      elif c == "\ufffd" or cat in ("Cc", "Cf"):
+        r = ""
+      elif cat == "Zs":
+        r = " "
+      else:
+        r = c
+      self._clean_cache[c] = r
+    return r
+
+  def _marks(self, c):
+    """Combining marks (Mn) that c yields after lower-casing and NFD."""
+    r = self._marks_cache.get(c)
+    if r is None:
+      d = unicodedata.normalize("NFD", c.lower() if self.do_lower_case else c)
+      r = [m for m in d if unicodedata.category(m) == "Mn"]
+      self._marks_cache[c] = r
+    return r
+
+  def normalize_batch(self, texts):
+    """normalize() of each text of a list (one pass when all are ASCII)."""
+    joined = "\n".join(texts)
+    if joined.isascii() and joined.count("\n") == len(texts) - 1:
+      return self.normalize(joined).split("\n")
+    return [self.normalize(t) for t in texts]
+
+
+def _is_bert_punctuation(c):
+  """BERT's punctuation: Unicode P* and the ASCII symbols between words."""
+  cp = ord(c)
+  if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+    return True
+  return unicodedata.category(c).startswith("P")
+
+
+def _is_cjk(c):
+  """The CJK ideograph blocks that BERT splits into one-character words."""
+  cp = ord(c)
+  return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or
+          0x20000 <= cp <= 0x2A6DF or 0x2A700 <= cp <= 0x2B73F or
+          0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or
+          0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+def bert_words(normalized_text):
+  """BERT's words of a normalized text: split at white space, punctuation
+  and CJK ideographs (which are words of their own)."""
+  words = []
+  for token in normalized_text.split():
+    start = 0
+    for i, c in enumerate(token):
+      if _is_bert_punctuation(c) or _is_cjk(c):
+        if i > start:
+          words.append(token[start:i])
+        words.append(c)
+        start = i + 1
+    if start < len(token):
+      words.append(token[start:])
+  return words
+
+
+class WordPieceTokenizer(_Tokenizer):
+  """BERT's WordPiece tokenizer (same tokens and ids as BERT's FullTokenizer).
+
+  Args:
+    vocab_file: vocab.txt, one token per line.
+    do_lower_case: lower-case the text.
+    strip_accents: NFD-decompose and drop combining marks; None means "same as
+      do_lower_case" (what BERT does).
+    single_thread: limit TensorFlow to one thread per process (the dataset
+      builder's workers).
+  """
+
+  def __init__(self, vocab_file, do_lower_case=True, strip_accents=None,
+               single_thread=False):
+    self._init_vocab(load_vocab(vocab_file))
+    self.vocab_file = vocab_file
+    self.normalizer = BertNormalizer(do_lower_case, strip_accents)
+    self.do_lower_case = self.normalizer.do_lower_case
+    self.strip_accents = self.normalizer.strip_accents
+    self._single_thread = single_thread
+    # The model is a plain byte buffer (no TF state): built here, inherited by
+    # forked workers, and turned into ops on first use.
+    self._tokens = [self.inv_vocab[i] for i in range(self.vocab_size)]
+    self._model_buffer = wordpiece_builder.build_fast_wordpiece_model(
+        self._tokens, MAX_CHARS_PER_WORD, "##", "[UNK]", False, False)
+    self._fn = None
+    self._words_fn = None
+
+  def _tokenize_ragged(self, texts):
+    if self._fn is None:
+      self._fn = self._make_fn(self._model_buffer)
+    normalized = self.normalizer.normalize_batch(texts)
+    ids, splits = self._fn(normalized)
+    ids, splits = ids.numpy(), splits.numpy()
+    # tensorflow-text limits words to 200 bytes, BERT to 200 characters: an
+    # [UNK] in a non-ASCII text may be a word of 67-200 characters that BERT
+    # splits into pieces. Such (rare) texts are redone word by word.
+    unk_rows = np.unique(np.searchsorted(
+        splits, np.flatnonzero(ids == self.unk_id), side="right") - 1)
+    redo = [r for r in unk_rows.tolist() if not normalized[r].isascii()]
+    if redo:
+      rows = [ids[a:b] for a, b in zip(splits[:-1], splits[1:])]
+      for r in redo:
+        rows[r] = self._tokenize_words(normalized[r])
+      splits = np.concatenate([[0], np.cumsum([len(x) for x in rows])])
+      ids = np.concatenate(rows).astype(np.int32)
+    return ids, splits
+
+  def _tokenize_words(self, normalized_text):
+    """Exact BERT ids of one text, with the word limit in characters."""
+    words = bert_words(normalized_text)
+    if not words:
+      return np.zeros([0], np.int32)
+    if self._words_fn is None:
+      buffer = wordpiece_builder.build_fast_wordpiece_model(
+          self._tokens, 4 * MAX_CHARS_PER_WORD, "##", "[UNK]", True, False)
+      self._words_fn = self._make_fn(buffer)
+    ids, splits = self._words_fn(words)
+    ids, splits = ids.numpy(), splits.numpy()
+    out = []
+    for word, a, b in zip(words, splits[:-1], splits[1:]):
+      out.extend([self.unk_id] if len(word) > MAX_CHARS_PER_WORD else ids[a:b])
+    return np.asarray(out, np.int32)
+
+  def _make_fn(self, model_buffer):
+    if self._single_thread:
+      _limit_tf_threads()
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+    model = tf.constant(np.frombuffer(model_buffer, np.uint8))
+    wordpiece = tf_text.FastWordpieceTokenizer(
+        model_buffer=model, token_out_type=tf.int32)
+
+    def fn(texts):
+      ragged = wordpiece.tokenize(tf.constant(texts, tf.string))
+      return ragged.flat_values, ragged.row_splits
+    return fn
+
+
+class SentencePieceTokenizer(_Tokenizer):
+  """A SentencePiece model with the same interface as WordPieceTokenizer.
+
+  The model must hold SPECIAL_TOKENS as pieces (train it with
+  user_defined_symbols, e.g. `--user_defined_symbols=[CLS],[SEP],[MASK]`,
+  `--pad_piece=[PAD] --unk_piece=[UNK]`). The model's own normalization
+  applies; there is no lower-casing option.
+  """
+
+  def __init__(self, model_file, single_thread=False):
+    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+    try:
+      with open(model_file, "rb") as f:
+        self._model_bytes = f.read()
+      sp = spm.SentencePieceProcessor(model_proto=self._model_bytes)
+    except FileNotFoundError:
+      raise UserError("sentencepiece model %s does not exist." %
+                      model_file) from None
+    except (OSError, RuntimeError) as e:
+      raise UserError("cannot load sentencepiece model %s: %s" %
+                      (model_file, e)) from None
+    vocab = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
+    _check_special_tokens(model_file, vocab)
+    self._init_vocab(vocab)
+    self.model_file = model_file
+    self._sp = sp
+    self._sp_unk_id = sp.unk_id()
+    self._single_thread = single_thread
+    self._fn = None
+
+  def __getstate__(self):
+    state = super().__getstate__()
+    del state["_sp"]
+    return state
+
+  def __setstate__(self, state):
+    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+    self.__dict__.update(state)
+    self._sp = spm.SentencePieceProcessor(model_proto=self._model_bytes)
+
+  def _tokenize_ragged(self, texts):
+    if self._fn is None:
+      self._fn = self._make_fn()
+    ids, splits = self._fn(texts)
+    ids = ids.numpy()
+    if self._sp_unk_id != self.unk_id:
+      ids[ids == self._sp_unk_id] = self.unk_id
+    return ids, splits.numpy()
+
+  def _make_fn(self):
+    if self._single_thread:
+      _limit_tf_threads()
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+    sp = tf_text.SentencepieceTokenizer(model=self._model_bytes,
+                                        out_type=tf.int32)
+
+    def fn(texts):
+      ragged = sp.tokenize(tf.constant(texts, tf.string))
+      return ragged.flat_values, ragged.row_splits
+    return fn
+
+
+def create_tokenizer(vocab_file=None, sentencepiece_model=None,
+                     do_lower_case=True, strip_accents=None,
+                     single_thread=False):
+  """A SentencePieceTokenizer if `sentencepiece_model`, else WordPiece."""
+  if sentencepiece_model:
+    return SentencePieceTokenizer(sentencepiece_model,
+                                  single_thread=single_thread)
+  if not vocab_file:
+    raise UserError("give a vocab file (--vocab-file) or a sentencepiece "
+                    "model (--sentencepiece-model).")
+  return WordPieceTokenizer(vocab_file, do_lower_case=do_lower_case,
+                            strip_accents=strip_accents,
+                            single_thread=single_thread)
+
+
+def build_vocab(corpus_dir, output_file, vocab_size=30522,
+                reserved_tokens=SPECIAL_TOKENS, lower_case=True,
+                strip_accents=None, batch_size=1024):
+  """Learns a WordPiece vocab.txt from a corpus directory.
+
+  Text is normalized like WordPieceTokenizer does, split into words by
+  tensorflow-text's BasicTokenizer and counted, and the vocabulary is learned
+  by tensorflow-text's WordPiece learner (the two steps of its
+  `bert_vocab_from_dataset`, with the learner's threshold search started
+  from bounds read off the word counts: seconds instead of a minute on a
+  small corpus). SPECIAL_TOKENS come first ([PAD] has id 0, as in BERT),
+  then the other reserved tokens, the characters, and the learned tokens
+  from the most to the least frequent.
+
+  Args:
+    corpus_dir: directory of UTF-8 text files (read recursively; files that
+      are binary, not UTF-8 or empty are skipped with a warning).
+    output_file: vocab.txt to write (atomically).
+    vocab_size: the most tokens to keep. If the learner returns more (a small
+      corpus, where even threshold 1 gives too many), the rarest multi-
+      character tokens are dropped.
+    reserved_tokens: tokens to put first; missing special tokens are added.
+    lower_case, strip_accents: as for WordPieceTokenizer.
+  Returns:
+    the vocabulary, a list of tokens.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow_text.python.ops import bert_tokenizer  # pylint: disable=g-import-not-at-top
+  from tensorflow_text.tools.wordpiece_vocab import (  # pylint: disable=g-import-not-at-top
+      wordpiece_tokenizer_learner_lib as learner)
+  reserved = list(SPECIAL_TOKENS) + [t for t in reserved_tokens
+                                     if t not in SPECIAL_TOKENS]
+  if vocab_size <= len(reserved):
+    raise UserError("--vocab-size must be more than the %d reserved tokens, "
+                    "got %d." % (len(reserved), vocab_size))
+  normalizer = BertNormalizer(lower_case, strip_accents)
+  files, skipped = corpus_lib.list_corpus_files(corpus_dir)
+  lines = []
+  for f in files:
+    text, reason = corpus_lib.read_text(f.path)
+    if text is None:
+      skipped.append((f.relpath, reason))
+      continue
+    lines.extend(line for line in normalizer.normalize(text).splitlines()
+                 if line.strip())
+  for relpath, reason in skipped:
+    corpus_lib.warn_skipped(relpath, reason)
+  if not lines:
+    raise corpus_lib.no_text_error(corpus_dir, len(files), skipped)
+
+  # The text is normalized already: the BasicTokenizer only splits words.
+  splitter = bert_tokenizer.BasicTokenizer(lower_case=False)
+  dataset = tf.data.Dataset.from_tensor_slices(lines).batch(batch_size)
+  word_counts = learner.count_words(dataset.map(splitter.tokenize))
+  # Every word of count >= t is a token at threshold t, so the threshold that
+  # fits vocab_size is at least `lower`; `upper` (where the words alone fill
+  # half the vocabulary) bounds it in practice.
+  counts = sorted(word_counts.values(), reverse=True)
+
+  def threshold_for(num_words):
+    return counts[num_words] + 1 if len(counts) > num_words else 1
+
+  lower = threshold_for(vocab_size - len(reserved))
+  upper = max(lower, threshold_for(vocab_size // 2))
+  vocab = learner.learn(word_counts, vocab_size, reserved,
+                        lower_thresh=lower, upper_thresh=upper)
+  vocab = _fit_vocab(vocab, vocab_size, len(reserved))
+  write_text_atomic(output_file, "".join(t + "\n" for t in vocab))
+  return vocab
+
+
+def _fit_vocab(vocab, vocab_size, num_reserved):
+  """Drops the rarest multi-character tokens beyond vocab_size.
+
+  The reserved tokens (the first num_reserved), characters and "##" +
+  character stay, so every word can still be spelled out.
+  """
+  excess = len(vocab) - vocab_size
+  dropped = set()
+  for i in range(len(vocab) - 1, num_reserved - 1, -1):
+    if excess <= 0:
+      break
+    token = vocab[i]
+    if len(token) > (3 if token.startswith("##") else 1):
+      dropped.add(i)
+      excess -= 1
+  if excess > 0:
+    sys.stderr.write("warning: the vocabulary has %d tokens, more than "
+                     "--vocab-size %d: the corpus has that many distinct "
+                     "characters.\n" % (len(vocab) - len(dropped), vocab_size))
+  return [t for i, t in enumerate(vocab) if i not in dropped]

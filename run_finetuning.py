@@ -1,0 +1,42 @@
+"""Fine-tunes a pre-trained ELECTRA discriminator on GLUE, SQuAD or tagging.
+
+Usage:
+  python run_finetuning.py --data-dir D --model-name M \
+      --hparams '{"task_names": ["sst"], "num_trials": 3}'
+
+Data: D/finetuning_data/<task>/{train,dev,test}.*; weights: the pre-training
+checkpoint in D/models/M/checkpoints (or hparam `init_checkpoint`, "none"
+for random initialisation); results: D/models/M/results/; fine-tuned models:
+D/models/M/finetuning_models/. `--hparams` is a JSON object or a path to a
+.json file; the keys are `configure.FinetuningConfig`'s.
+"""
+
+import argparse
+
+from configure import FinetuningConfig
+from configure import load_hparams
+from util.cli import run_main
+
+
+def parse_args(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--data-dir", required=True,
+                      help="Holds finetuning_data/, vocab.txt and models/.")
+  parser.add_argument("--model-name", required=True,
+                      help="Name of the pre-trained model (D/models/<name>).")
+  parser.add_argument("--hparams", default=None,
+                      help="JSON object or path to a .json file.")
+  return parser.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  config = FinetuningConfig(args.model_name, args.data_dir,
+                            **load_hparams(args.hparams))
+  # Imported here so a bad flag or hparam is reported before TensorFlow loads.
+  from finetune import runner  # pylint: disable=g-import-not-at-top
+  return runner.run_finetuning(config)
+
+
+if __name__ == "__main__":
+  run_main(main)

@@ -1,0 +1,37 @@
+"""Tiny fine-tuning configs over the fixtures in tests/fixtures/finetune/.
+
+`FIXTURE_DIR` is a data dir: `finetuning_data/<task>/` in each task's official
+format and a 219-entry WordPiece `vocab.txt` (0 [PAD], 1 [UNK], 2 [CLS],
+3 [SEP], 4 [MASK]; "barked", "sailors", "verbs" split into pieces).
+"""
+
+import os
+
+import configure
+
+FIXTURE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "fixtures", "finetune")
+VOCAB_FILE = os.path.join(FIXTURE_DIR, "vocab.txt")
+VOCAB_SIZE = 219
+
+TINY_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=64, embedding_size=32,
+                  max_position_embeddings=64)
+
+
+def tiny_hparams(model_dir, **overrides):
+  """Hparams of a tiny fine-tuning run writing under `model_dir`."""
+  hparams = dict(
+      model_dir=str(model_dir), vocab_file=VOCAB_FILE, vocab_size=VOCAB_SIZE,
+      init_checkpoint="none", max_seq_length=32, max_query_length=12,
+      doc_stride=8, train_batch_size=8, eval_batch_size=8,
+      num_train_epochs=1.0, learning_rate=0.01, log_every=4,
+      model_hparam_overrides=dict(TINY_MODEL))
+  hparams.update(overrides)
+  return hparams
+
+
+def tiny_config(model_dir="/nonexistent", data_dir=FIXTURE_DIR, **overrides):
+  """A `FinetuningConfig` of the tiny transformer over the fixtures."""
+  return configure.FinetuningConfig("tiny", str(data_dir),
+                                    **tiny_hparams(model_dir, **overrides))

@@ -1,0 +1,251 @@
+"""Tests of model/sampling.py and of the draw inside the pre-training model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from model import electra_pretraining
+from model import sampling
+from tests import pretrain_fixtures as fx
+
+# 0.999 quantile of the chi-square distribution with 7 degrees of freedom.
+_CHI2_7_999 = 24.32
+
+
+def _np_log_softmax(x):
+  x = np.asarray(x, np.float64)
+  x = x - x.max(-1, keepdims=True)
+  return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _softplus(x):
+  return np.logaddexp(0.0, np.asarray(x, np.float64))
+
+
+def test_hp_loss_estimate_uses_log_one_minus_q_except_at_the_original():
+  rng = np.random.default_rng(0)
+  u = rng.normal(0, 2, (2, 3, 6)).astype(np.float32)
+  original = np.array([[0, 5, 2], [3, 3, 1]], np.int32)
+  got = sampling.hp_loss_estimated_disc_loss(tf.constant(u),
+                                             tf.constant(original)).numpy()
+  q = 1.0 / (1.0 + np.exp(-u.astype(np.float64)))
+  expected = -np.log(1.0 - q)
+  for b, p in np.ndindex(original.shape):
+    expected[b, p, original[b, p]] = -np.log(q[b, p, original[b, p]])
+  np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_hp_loss_sampler_is_p_g_times_estimated_loss_normalised():
+  rng = np.random.default_rng(1)
+  logits = rng.normal(0, 2, (2, 3, 6))
+  u = rng.normal(0, 3, (2, 3, 6))
+  u[0, 0, 4] = -40.0  # L^_D ~ 4e-18, below the clamp.
+  original = np.array([[1, 0, 5], [2, 2, 4]], np.int32)
+  log_pg = sampling.generator_log_probs(tf.constant(logits, tf.float32))
+  got = sampling.sampler_log_probs(
+      "hp_loss", log_pg, tf.constant(u, tf.float32), tf.constant(original),
+      min_estimate=1e-6).numpy()
+  estimate = _softplus(u)
+  for b, p in np.ndindex(original.shape):
+    estimate[b, p, original[b, p]] = _softplus(-u[b, p, original[b, p]])
+  p_s = np.exp(_np_log_softmax(logits)) * np.maximum(estimate, 1e-6)
+  p_s /= p_s.sum(-1, keepdims=True)
+  np.testing.assert_allclose(np.exp(got), p_s, rtol=1e-4, atol=1e-7)
+  # p_S differs from p_G: the test would notice a sampler ignoring u.
+  assert np.abs(np.exp(got) - np.exp(log_pg.numpy())).max() > 0.1
+
+
+def test_other_samplers_and_their_gradients():
+  logits = tf.Variable(tf.random.stateless_normal([2, 3, 5], [1, 2]))
+  scores = tf.Variable(tf.random.stateless_normal([2, 3, 5], [3, 4]))
+  original = tf.constant([[0, 1, 2], [3, 4, 0]])
+  with tf.GradientTape(persistent=True) as tape:
+    log_pg = sampling.generator_log_probs(logits, temperature=2.0)
+    hp_dist = sampling.sampler_log_probs("hp_dist", log_pg, scores, original)
+    hp_loss = sampling.sampler_log_probs("hp_loss", log_pg, scores, original)
+  np.testing.assert_allclose(
+      log_pg.numpy(), _np_log_softmax(logits.numpy() / 2.0), atol=1e-5)
+  np.testing.assert_allclose(hp_dist.numpy(),
+                             _np_log_softmax(scores.numpy()), atol=1e-5)
+  np.testing.assert_allclose(
+      sampling.sampler_log_probs("uniform", log_pg).numpy(),
+      np.full([2, 3, 5], -np.log(5.0)), rtol=1e-6)
+  assert sampling.sampler_log_probs("mlm", log_pg) is log_pg
+  # The draw is not differentiated.
+  for value in (log_pg, hp_dist, hp_loss):
+    assert tape.gradient(value, logits) is None
+    assert tape.gradient(value, scores) is None
+  with pytest.raises(ValueError, match="unknown sampler"):
+    sampling.sampler_log_probs("bogus", log_pg)
+
+
+def _draw_many(log_probs, copies_per_example, batch, seed):
+  """Draws batch * copies_per_example times from every row of log_probs."""
+  num_dists, vocab = log_probs.shape
+  tiled = np.tile(log_probs[None, None], [batch, copies_per_example, 1, 1])
+  tiled = tiled.reshape(batch, copies_per_example * num_dists, vocab)
+  seeds = np.stack([np.arange(batch), np.full(batch, seed)], -1)
+  draws = tf.function(sampling.gumbel_max_sample)(
+      tf.constant(tiled, tf.float32), tf.constant(seeds, tf.int32)).numpy()
+  return draws.reshape(batch * copies_per_example, num_dists)
+
+
+def test_gumbel_max_frequencies_match_softmax():
+  probs = np.array([[0.3, 0.2, 0.15, 0.12, 0.1, 0.08, 0.04, 0.01],
+                    [0.02, 0.02, 0.5, 0.06, 0.1, 0.1, 0.1, 0.1],
+                    [0.125] * 8])
+  log_probs = np.log(probs) + np.array([[3.0], [-7.0], [0.0]])  # unnormalised
+  draws = _draw_many(log_probs, copies_per_example=20, batch=1000, seed=5)
+  n = draws.shape[0]
+  for d in range(3):
+    counts = np.bincount(draws[:, d], minlength=8)
+    chi2 = np.sum((counts - n * probs[d]) ** 2 / (n * probs[d]))
+    assert chi2 < _CHI2_7_999, (d, counts)
+    assert 0.5 * np.abs(counts / n - probs[d]).sum() < 0.02
+
+
+def test_gumbel_max_never_draws_impossible_tokens_and_disallow_correct():
+  log_probs = np.log(np.array([[0.97, 0.01, 0.01, 0.01, 1e-30, 1e-30,
+                                1e-30, 1e-30]]))
+  log_probs[0, 4:] = -1e9
+  forbidden = sampling.forbid_original(
+      tf.constant(log_probs[None], tf.float32), tf.constant([[0]])).numpy()
+  draws = _draw_many(forbidden[0], copies_per_example=20, batch=200, seed=3)
+  assert set(np.unique(draws)) == {1, 2, 3}
+  np.testing.assert_allclose(np.exp(forbidden[0, 0, 1:4]), [1 / 3.0] * 3,
+                             rtol=1e-5)
+
+
+def test_draws_are_reproducible_and_per_example():
+  log_probs = tf.random.stateless_normal([3, 4, 50], [7, 8])
+  seeds = tf.constant([[1, 2], [3, 4], [5, 6]])
+  first = sampling.gumbel_max_sample(log_probs, seeds).numpy()
+  np.testing.assert_array_equal(
+      first, sampling.gumbel_max_sample(log_probs, seeds).numpy())
+  # Example 0 moved to another place in a smaller batch of other examples
+  # (other distributions and seeds) keeps its draw.
+  other = tf.concat([-log_probs[1:2], log_probs[:1]], 0)
+  second = sampling.gumbel_max_sample(
+      other, tf.constant([[9, 9], [1, 2]])).numpy()
+  np.testing.assert_array_equal(first[0], second[1])
+  assert not np.array_equal(first[1], second[0])
+  changed = sampling.gumbel_max_sample(
+      log_probs, tf.constant([[1, 3], [3, 4], [5, 6]])).numpy()
+  assert not np.array_equal(first[0], changed[0])
+
+
+def test_scatter_replacements_leaves_padding_predictions_alone():
+  input_ids = tf.constant([[1, 10, 11, 12, 2], [1, 20, 21, 2, 0]])
+  positions = tf.constant([[1, 3], [2, 0]])
+  sampled = tf.constant([[30, 31], [32, 33]])
+  weights = tf.constant([[1.0, 1.0], [1.0, 0.0]])
+  got = sampling.scatter_replacements(input_ids, positions, sampled, weights)
+  np.testing.assert_array_equal(got.numpy(), [[1, 30, 11, 31, 2],
+                                              [1, 20, 32, 2, 0]])
+
+
+def _model(config, features):
+  model = electra_pretraining.ElectraPretrainingModel(config)
+  model(features, training=False)
+  return model
+
+
+def test_model_draws_are_per_example():
+  features = fx.make_features(4, 16, 3, 40, seed=11, as_tensors=False)
+  model = _model(fx.tiny_config(sampling="hp_loss"),
+                 {k: tf.constant(v) for k, v in features.items()})
+  first = model({k: tf.constant(v) for k, v in features.items()},
+                training=False)["sampled_tokens"].numpy()
+  again = model({k: tf.constant(v) for k, v in features.items()},
+                training=False)["sampled_tokens"].numpy()
+  np.testing.assert_array_equal(first, again)
+  # Example 0 at position 2 of a batch of other examples keeps its draw.
+  others = fx.make_features(4, 16, 3, 40, seed=12, as_tensors=False)
+  for key in features:
+    others[key][2] = features[key][0]
+  mixed = model({k: tf.constant(v) for k, v in others.items()},
+                training=False)["sampled_tokens"].numpy()
+  np.testing.assert_array_equal(first[0], mixed[2])
+  assert not np.array_equal(first[1:], mixed[[0, 1, 3]])
+
+
+def test_model_hp_loss_draw_uses_p_g_times_estimate():
+  """With the sampling head's LayerNorm scale at 0, u_t(v) = b_S(v) is fixed."""
+  features = fx.make_features(4, 16, 3, 30, seed=4)
+  config = fx.tiny_config(vocab_size=30, sampling="hp_loss")
+  model = _model(config, features)
+  head = model.generator.sampling_head
+  head.layer_norm.gamma.assign(tf.zeros_like(head.layer_norm.gamma))
+  head.layer_norm.beta.assign(tf.zeros_like(head.layer_norm.beta))
+  bias = np.random.default_rng(0).normal(0, 3, 30).astype(np.float32)
+  head.output_bias.assign(bias)
+  out = model(features, training=False)
+  logits = model.generator(features, training=False)["mlm_logits"].numpy()
+  labels = features["masked_lm_ids"].numpy()
+  estimate = np.broadcast_to(_softplus(bias), logits.shape).copy()
+  for b, p in np.ndindex(labels.shape):
+    estimate[b, p, labels[b, p]] = _softplus(-bias[labels[b, p]])
+  p_s = np.exp(_np_log_softmax(logits)) * np.maximum(estimate, 1e-6)
+  p_s /= p_s.sum(-1, keepdims=True)
+  sampled = out["sampled_tokens"].numpy()
+  np.testing.assert_allclose(
+      out["sample_log_prob"].numpy(),
+      np.log(np.take_along_axis(p_s, sampled[..., None], -1)[..., 0]),
+      rtol=1e-4, atol=1e-5)
+  expected_estimate = np.take_along_axis(estimate, sampled[..., None],
+                                         -1)[..., 0]
+  np.testing.assert_allclose(out["est_disc_loss"].numpy(), expected_estimate,
+                             rtol=1e-5)
+
+
+def test_disallow_correct_in_the_model():
+  # Vocabulary 6: every original is token 4 or 5, and p_S puts ~1/2 on each,
+  # so without disallow_correct about half the draws would be the original.
+  features = fx.make_features(8, 16, 3, 6, seed=6)
+  config = fx.tiny_config(vocab_size=6, sampling="hp_dist",
+                          disallow_correct=True)
+  model = _model(config, features)
+  head = model.generator.sampling_head
+  head.layer_norm.gamma.assign(tf.zeros_like(head.layer_norm.gamma))
+  head.output_bias.assign([0.0, 0.0, 0.0, 0.0, 10.0, 10.0])
+  out = model(features, training=False)
+  weights = features["masked_lm_weights"].numpy() > 0
+  labels = features["masked_lm_ids"].numpy()
+  sampled = out["sampled_tokens"].numpy()
+  assert np.all(sampled[weights] != labels[weights])
+  assert set(np.unique(sampled[weights])) == {4, 5}
+  mask = out["masked_position_mask"].numpy() > 0
+  assert np.all(out["disc_labels"].numpy()[mask] == 1)
+
+
+@pytest.fixture
+def mixed_bfloat16():
+  tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  try:
+    yield
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("mode", ["hp_loss", "hp_dist"])
+def test_sampling_stays_float32_under_mixed_bfloat16(mixed_bfloat16, mode):
+  features = fx.make_features(4, 16, 3, 40, seed=8)
+  model = electra_pretraining.ElectraPretrainingModel(
+      fx.tiny_config(sampling=mode, disc_importance_weighting=True))
+  with tf.GradientTape() as tape:
+    out = model(features, training=True)
+  assert model.discriminator.encoder.compute_dtype == "bfloat16"
+  gen_out = model.generator(features, training=False)
+  for key in ("mlm_logits", "sampling_scores"):
+    assert gen_out[key].dtype == tf.float32, key
+  for key in ("total_loss", "mlm_loss", "disc_loss", "sampling_loss",
+              "sample_log_prob", "generator_log_prob", "est_disc_loss",
+              "actual_disc_loss", "gen_max_prob", "disc_probs"):
+    assert out[key].dtype == tf.float32, key
+    assert np.all(np.isfinite(out[key].numpy())), key
+  # Sampled log-probs are proper log-probabilities.
+  assert np.all(out["sample_log_prob"].numpy() <= 1e-6)
+  grads = tape.gradient(out["total_loss"], model.trainable_variables)
+  assert all(g is not None and np.all(np.isfinite(tf.convert_to_tensor(g)))
+             for g in grads)

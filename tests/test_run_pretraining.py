@@ -1,0 +1,363 @@
+"""End-to-end tests of run_pretraining.py on a tiny data directory.
+
+Every run is a subprocess (run_pretraining.py, or tests/runner_harness.py
+for a kill, a NaN or a weight dump; tests/mirrored_step_check.py for the
+2-replica comparison), so TensorFlow's process-wide state (logical CPU
+devices, TF_CONFIG, seeds) is fresh each time. Independent runs go in
+parallel; runs are shared between tests where one run answers several
+questions.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pretrain import eval_metrics
+from tests import pretrain_fixtures
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT = 600
+
+# Resume test: HP-Loss (the most state: sampling head, estimator) with eval.
+RESUME_HPARAMS = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=8,
+                      sampling="hp_loss", seed=7)
+
+
+class Run(object):
+  """A finished subprocess: returncode, stdout, stderr."""
+
+  def __init__(self, args, proc, stdout, stderr):
+    self.args, self.returncode = args, proc.returncode
+    self.stdout, self.stderr = stdout, stderr
+
+  def __repr__(self):
+    return "Run(%s) rc=%s\n--- stdout\n%s\n--- stderr\n%s" % (
+        " ".join(self.args), self.returncode, self.stdout[-3000:],
+        self.stderr[-3000:])
+
+
+def _start(args, **env):
+  environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                     TF_ENABLE_ONEDNN_OPTS="0")
+  environment.pop("TF_CONFIG", None)
+  environment.update(env)
+  proc = subprocess.Popen([sys.executable] + args, cwd=REPO, env=environment,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+  proc.args_list = args
+  return proc
+
+
+def _finish(*procs):
+  """Waits for all `procs`; kills them all if one runs out of time."""
+  runs = []
+  try:
+    for proc in procs:
+      stdout, stderr = proc.communicate(timeout=TIMEOUT)
+      runs.append(Run(proc.args_list, proc, stdout, stderr))
+  finally:
+    for proc in procs:
+      if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+  return runs if len(runs) > 1 else runs[0]
+
+
+def _run_args(data_dir, model_name, hparams):
+  return ["--data-dir", str(data_dir), "--model-name", model_name,
+          "--hparams", json.dumps(hparams)]
+
+
+def _pretrain(data_dir, model_name, hparams, **env):
+  return _start(["run_pretraining.py"] + _run_args(data_dir, model_name,
+                                                   hparams), **env)
+
+
+def _harness(flags, data_dir, model_name, hparams, **env):
+  return _start([os.path.join("tests", "runner_harness.py")] + flags +
+                ["--"] + _run_args(data_dir, model_name, hparams), **env)
+
+
+def _checkpoint_dir(data_dir, model_name):
+  return os.path.join(str(data_dir), "models", model_name, "checkpoints")
+
+
+def _tensors(checkpoint):
+  """{key: array} of a checkpoint, without the iterator and object graph."""
+  reader = tf.train.load_checkpoint(checkpoint)
+  dtypes = reader.get_variable_to_dtype_map()
+  return {k: reader.get_tensor(k) for k, dtype in dtypes.items()
+          if dtype not in (tf.variant, tf.string)}
+
+
+def _real_tokens(shard, num_examples):
+  mask = [tf.train.Example.FromString(r.numpy()).features.feature[
+      "input_mask"].int64_list.value
+          for r in tf.data.TFRecordDataset(shard).take(num_examples)]
+  return int(np.sum(mask))
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+  return pretrain_fixtures.make_data_dir(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="module")
+def resume_runs(data_dir):
+  """Run A: 8 steps straight, then eval. Run B: the same training SIGKILLed
+  right after its step-4 checkpoint (B1), re-run (B2), re-run again (B3)."""
+  straight = _pretrain(data_dir, "straight", dict(RESUME_HPARAMS,
+                                                  do_eval=True))
+  killed = _harness(["--kill-after-checkpoint"], data_dir, "resumed",
+                    RESUME_HPARAMS)
+  runs = dict(zip(("straight", "killed"), _finish(straight, killed)))
+  runs["resumed"] = _finish(_pretrain(data_dir, "resumed", RESUME_HPARAMS))
+  runs["rerun"] = _finish(_pretrain(data_dir, "resumed", RESUME_HPARAMS))
+  return runs
+
+
+def test_resume_after_kill_gives_the_uninterrupted_parameters(data_dir,
+                                                              resume_runs):
+  killed, resumed = resume_runs["killed"], resume_runs["resumed"]
+  assert killed.returncode == -9, killed
+  assert tf.train.latest_checkpoint(_checkpoint_dir(
+      data_dir, "resumed")).endswith("ckpt-8"), resumed
+  assert resumed.returncode == 0, resumed
+  assert "(step 4)" in resumed.stdout and "steps 4 -> 8" in resumed.stdout
+  assert resume_runs["straight"].returncode == 0, resume_runs["straight"]
+
+  straight = _tensors(os.path.join(_checkpoint_dir(data_dir, "straight"),
+                                   "ckpt-8"))
+  resumed = _tensors(os.path.join(_checkpoint_dir(data_dir, "resumed"),
+                                  "ckpt-8"))
+  assert sorted(straight) == sorted(resumed)
+  # One device: the input iterator's position is in the checkpoint.
+  assert "iterator/.ATTRIBUTES/ITERATOR_STATE" in tf.train.load_checkpoint(
+      os.path.join(_checkpoint_dir(data_dir, "resumed"),
+                   "ckpt-4")).get_variable_to_shape_map()
+  assert straight["step/.ATTRIBUTES/VARIABLE_VALUE"] == 8
+  # Model, optimizer slots and iterations, dropout RNG states.
+  assert any(k.startswith("dropout_rng/") for k in straight)
+  for key in straight:
+    np.testing.assert_allclose(resumed[key], straight[key], rtol=0,
+                               atol=1e-6, err_msg=key)
+
+
+def test_rerun_of_finished_run_says_so_and_exits_0(data_dir, resume_runs):
+  rerun = resume_runs["rerun"]
+  assert rerun.returncode == 0, rerun
+  assert "Training already finished: step 8 of 8" in rerun.stdout, rerun
+  assert "Saved checkpoint" not in rerun.stdout
+  assert sorted(os.listdir(_checkpoint_dir(data_dir, "resumed"))) == [
+      "checkpoint", "ckpt-4.data-00000-of-00001", "ckpt-4.index",
+      "ckpt-8.data-00000-of-00001", "ckpt-8.index"]
+
+
+def test_eval_writes_every_metric(data_dir, resume_runs):
+  assert resume_runs["straight"].returncode == 0, resume_runs["straight"]
+  results_dir = os.path.join(str(data_dir), "models", "straight", "results")
+  with open(os.path.join(results_dir, "pretrain_eval.json")) as f:
+    results = json.load(f)
+  # hp_loss: all of ELECTRA's metrics, the estimator and p_G / p_S analyses.
+  missing = [k for k in eval_metrics.MAIN_METRICS if k not in results]
+  assert not missing, results
+  # Precision is undefined (None, with a note) if D calls nothing replaced.
+  undefined = [k for k in eval_metrics.MAIN_METRICS if results[k] is None]
+  assert set(undefined) <= {"disc_precision"}, results
+  assert all(isinstance(results[k], (int, float)) for k in
+             eval_metrics.MAIN_METRICS if k not in undefined), results
+  assert results["step"] == 8 and results["sampling"] == "hp_loss"
+  # 2 eval batches of 8 held-out examples.
+  assert results["num_tokens"] == _real_tokens(os.path.join(
+      str(data_dir), "pretrain_tfrecords",
+      "heldout_data.tfrecord-00000-of-00001"), 16)
+  assert sum(results["gen_max_prob_histogram"]["counts"]) == (
+      results["num_masked"])
+  with open(os.path.join(results_dir, "pretrain_eval.txt")) as f:
+    text = f.read()
+  assert all(k in text for k in eval_metrics.MAIN_METRICS), text
+  with open(os.path.join(results_dir, "gen_max_prob_histogram.png"),
+            "rb") as f:
+    assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_mirrored_on_two_cpus_matches_one_device(data_dir, tmp_path):
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, sampling="hp_loss")
+  hparams["model_hparam_overrides"] = dict(
+      hparams["model_hparam_overrides"], hidden_dropout_prob=0.0,
+      attention_probs_dropout_prob=0.0)
+  out = str(tmp_path / "first_step.npz")
+  run = _finish(_start([os.path.join("tests", "mirrored_step_check.py"),
+                        str(data_dir), json.dumps(hparams), out]))
+  assert run.returncode == 0, run
+  values = np.load(out)
+  names = sorted(k.split("/", 1)[1] for k in values.files
+                 if k.startswith("default/"))
+  assert names == sorted(k.split("/", 1)[1] for k in values.files
+                         if k.startswith("mirrored/"))
+  # The same global batch, the same losses (sampling noise is seeded per
+  # example), the same summed gradients, the same first training step.
+  np.testing.assert_array_equal(values["mirrored/ids"], values["default/ids"])
+  grads = [k for k in names if k.startswith("grad/")]
+  assert len(grads) > 50
+  assert "loss/total_loss" in names and "step1/total_loss" in names
+  for name in names:
+    # The progress line's Pearson r comes from float32 one-pass sums, which
+    # cancel badly while the estimates barely vary (first step).
+    atol = 1e-2 if name == "step1/hp_estimator_pearson" else 1e-4
+    np.testing.assert_allclose(values["mirrored/" + name],
+                               values["default/" + name], rtol=1e-5,
+                               atol=atol, err_msg=name)
+  assert any(np.abs(values["default/" + k]).max() > 1e-3 for k in grads)
+
+
+def _free_ports(n):
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+@pytest.mark.slow
+def test_multi_worker_mirrored_two_local_workers_agree(data_dir, tmp_path):
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
+                 strategy="multi_worker_mirrored", do_eval=True)
+  workers = ["127.0.0.1:%d" % p for p in _free_ports(2)]
+  procs = []
+  for index in range(2):
+    tf_config = json.dumps({"cluster": {"worker": workers},
+                            "task": {"type": "worker", "index": index}})
+    procs.append(_harness(["--dump-weights",
+                           str(tmp_path / ("worker%d.npz" % index))],
+                          data_dir, "mwms", hparams, TF_CONFIG=tf_config))
+  chief, other = _finish(*procs)
+  assert chief.returncode == 0, chief
+  assert other.returncode == 0, other
+  assert "on 2 replica(s)" in chief.stdout
+  weights = [np.load(str(tmp_path / ("worker%d.npz" % i))) for i in range(2)]
+  assert weights[0].files == weights[1].files
+  assert weights[0]["last/total_loss"] > 0
+  for key in weights[0].files:
+    np.testing.assert_allclose(weights[1][key], weights[0][key], rtol=0,
+                               atol=1e-6, err_msg=key)
+  # Only the chief writes to the model directory; its checkpoint holds the
+  # weights both workers ended with.
+  model_dir = os.path.join(str(data_dir), "models", "mwms")
+  assert sorted(os.listdir(model_dir)) == ["checkpoints", "config.json",
+                                           "results", "train"]
+  assert "Saved checkpoint" in chief.stdout
+  assert "Saved checkpoint" not in other.stdout
+  assert len(os.listdir(os.path.join(model_dir, "train"))) == 1
+  saved = tf.train.load_checkpoint(os.path.join(model_dir, "checkpoints",
+                                                "ckpt-4"))
+  assert saved.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 4
+  # Evaluation covers the global batch, not only the chief's replica.
+  with open(os.path.join(model_dir, "results", "pretrain_eval.json")) as f:
+    results = json.load(f)
+  assert results["num_tokens"] == _real_tokens(os.path.join(
+      str(data_dir), "pretrain_tfrecords",
+      "heldout_data.tfrecord-00000-of-00001"), 16)
+
+
+def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(data_dir):
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=8)
+  run = _finish(_harness(["--nan-from-step", "4"], data_dir, "nan", hparams))
+  assert run.returncode == 3, run
+  assert "Traceback" not in run.stderr, run
+  assert "non-finite total_loss between steps 5 and 6" in run.stderr, run
+  checkpoint_dir = _checkpoint_dir(data_dir, "nan")
+  latest = tf.train.latest_checkpoint(checkpoint_dir)
+  assert latest.endswith("ckpt-4") and latest in run.stderr
+  assert not [f for f in os.listdir(checkpoint_dir) if "ckpt-6" in f or
+              "ckpt-8" in f]
+  values = _tensors(latest)
+  assert all(np.all(np.isfinite(v)) for v in values.values()
+             if np.issubdtype(v.dtype, np.floating))
+
+
+def _copy_data(data_dir, target):
+  shutil.copytree(str(data_dir), str(target),
+                  ignore=shutil.ignore_patterns("models"))
+  return str(target)
+
+
+BAD_INPUTS = ("missing_data_dir", "no_shards", "vocab_size", "model_shape",
+              "unknown_hparam", "corrupt_shard", "garbled_shard")
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs(data_dir, resume_runs, tmp_path_factory):
+  """{case: (Run, words stderr must contain)}, all run in parallel."""
+  root = tmp_path_factory.mktemp("bad")
+  base = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4)
+  shard = os.path.join("pretrain_tfrecords",
+                       "pretrain_data.tfrecord-00001-of-00002")
+  cases = {}
+  missing = str(root / "nowhere")
+  cases["missing_data_dir"] = (missing, base, [missing, "does not exist"])
+
+  no_shards = _copy_data(data_dir, root / "no_shards")
+  for name in os.listdir(os.path.join(no_shards, "pretrain_tfrecords")):
+    os.remove(os.path.join(no_shards, "pretrain_tfrecords", name))
+  cases["no_shards"] = (no_shards, base, [
+      "no TFRecord shards match", os.path.join(
+          no_shards, "pretrain_tfrecords", "pretrain_data.tfrecord*")])
+
+  cases["vocab_size"] = (str(data_dir), dict(base, vocab_size=50),
+                         ["vocab_size is 50", "45 tokens"])
+
+  wider = dict(RESUME_HPARAMS)
+  wider["model_hparam_overrides"] = dict(
+      wider["model_hparam_overrides"], hidden_size=64)
+  cases["model_shape"] = (str(data_dir), wider, [
+      _checkpoint_dir(data_dir, "straight"), "another shape",
+      "model_hparams"])
+
+  cases["unknown_hparam"] = (str(data_dir), dict(base, learning_rat=1e-3), [
+      "unknown hparam 'learning_rat'", "Did you mean 'learning_rate'"])
+
+  corrupt = _copy_data(data_dir, root / "corrupt")
+  with open(os.path.join(corrupt, shard), "wb") as f:
+    f.write(b"this is not a TFRecord file" * 20)
+  cases["corrupt_shard"] = (corrupt, base, [os.path.join(corrupt, shard),
+                                            "corrupt"])
+
+  # First record intact (passes the cheap check), one in the middle
+  # garbled: found while training. (A shard cut short is not detectable:
+  # TF's reader takes a partial last record for the end of the file.)
+  garbled = _copy_data(data_dir, root / "garbled")
+  path = os.path.join(garbled, shard)
+  with open(path, "rb") as f:
+    data = bytearray(f.read())
+  data[len(data) // 2:len(data) // 2 + 16] = b"\xff" * 16
+  with open(path, "wb") as f:
+    f.write(bytes(data))
+  cases["garbled_shard"] = (garbled, base, [path, "corrupt or truncated"])
+
+  assert sorted(cases) == sorted(BAD_INPUTS)
+  model_name = lambda case: "straight" if case == "model_shape" else case
+  procs = [_pretrain(d, model_name(case), hparams)
+           for case, (d, hparams, _) in cases.items()]
+  return {case: (run, words) for (case, (_, _, words)), run in
+          zip(cases.items(), _finish(*procs))}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_exits_2_with_one_clear_message(bad_input_runs, case):
+  run, words = bad_input_runs[case]
+  assert run.returncode == 2, run
+  assert "Traceback" not in run.stderr, run
+  assert [line.startswith("error: ") for line in
+          run.stderr.splitlines()].count(True) == 1, run
+  for word in words:
+    assert word in run.stderr, (word, run)
