@@ -481,8 +481,24 @@ def _init_worker(builder):
   _WORKER_BUILDER = builder
 
 
-def _build_in_worker(task):
-  return _WORKER_BUILDER.build(*task)
+def _build_in_worker(job):
+  return [_WORKER_BUILDER.build(*task) for task in job]
+
+
+def _jobs(tasks, size):
+  """Groups consecutive chunks into jobs of about `size` characters.
+
+  A corpus of many small files then costs few round trips to the workers.
+  """
+  job, chars = [], 0
+  for task in tasks:
+    job.append(task)
+    chars += len(task[2])
+    if chars >= size:
+      yield job
+      job, chars = [], 0
+  if job:
+    yield job
 
 
 def _tf_runtime_started():
@@ -513,7 +529,7 @@ def _ordered_results(builder, tasks, num_processes):
   """Yields (task, result) in task order, with up to num_processes workers.
 
   Each worker makes its own single-threaded tokenizer ops on first use; at
-  most 2 * num_processes chunks are in flight, so memory stays bounded. A
+  most 2 * num_processes jobs are in flight, so memory stays bounded. A
   worker that dies (killed, out of memory) makes the build fail instead of
   hang.
   """
@@ -532,14 +548,14 @@ def _ordered_results(builder, tasks, num_processes):
         num_processes, mp_context=multiprocessing.get_context(method),
         initializer=_init_worker, initargs=(builder,)) as pool:
       pending = collections.deque()
-      for task in tasks:
-        pending.append((task, pool.submit(_build_in_worker, task)))
+      for job in _jobs(tasks, CHUNK_CHARS):
+        pending.append((job, pool.submit(_build_in_worker, job)))
         if len(pending) >= 2 * num_processes:
-          task, future = pending.popleft()
-          yield task, future.result()
+          job, future = pending.popleft()
+          yield from zip(job, future.result())
       while pending:
-        task, future = pending.popleft()
-        yield task, future.result()
+        job, future = pending.popleft()
+        yield from zip(job, future.result())
   except concurrent.futures.process.BrokenProcessPool as e:
     raise RuntimeError("a worker process of the builder died (out of "
                        "memory?); try fewer --num-processes") from e

@@ -208,6 +208,25 @@ def load_hparams(hparams):
   return parsed
 
 
+def implied_vocab_size(hparams, vocab_file):
+  """{"vocab_size": lines of vocab_file} unless hparams set it (checked).
+
+  Returns {} when the file is missing (the caller reports that) or hparams
+  already hold the right size; raises ConfigError when they disagree.
+  """
+  if not os.path.exists(vocab_file):
+    return {}
+  with open(vocab_file, encoding="utf-8") as f:
+    size = sum(1 for line in f if line.rstrip("\n"))
+  if "vocab_size" not in hparams:
+    return {"vocab_size": size}
+  if hparams["vocab_size"] != size:
+    raise ConfigError("hparam vocab_size is %r but %s has %d tokens; set "
+                      "\"vocab_size\": %d or drop it to take the vocab's." %
+                      (hparams["vocab_size"], vocab_file, size, size))
+  return {}
+
+
 def _type_names(types):
   names = {int: "int", float: "float", bool: "bool", str: "string",
            dict: "object", list: "list", type(None): "null"}

@@ -14,6 +14,7 @@ D/models/M/finetuning_models/. `--hparams` is a JSON object or a path to a
 import argparse
 
 from configure import FinetuningConfig
+from configure import implied_vocab_size
 from configure import load_hparams
 from util.cli import run_main
 
@@ -31,8 +32,12 @@ def parse_args(argv=None):
 
 def main(argv=None):
   args = parse_args(argv)
-  config = FinetuningConfig(args.model_name, args.data_dir,
-                            **load_hparams(args.hparams))
+  hparams = load_hparams(args.hparams)
+  config = FinetuningConfig(args.model_name, args.data_dir, **hparams)
+  implied = implied_vocab_size(hparams, config.vocab_file)
+  if implied:
+    config = FinetuningConfig(args.model_name, args.data_dir,
+                              **dict(hparams, **implied))
   # Imported here so a bad flag or hparam is reported before TensorFlow loads.
   from finetune import runner  # pylint: disable=g-import-not-at-top
   return runner.run_finetuning(config)

@@ -21,11 +21,6 @@ from util.cli import run_main
 from util.errors import UserError
 
 
-def count_vocab(vocab_file):
-  with open(vocab_file, encoding="utf-8") as f:
-    return sum(1 for line in f if line.rstrip("\n"))
-
-
 def build_config(data_dir, model_name, hparams):
   """The effective config: hparams, plus what the data directory implies."""
   if not os.path.isdir(data_dir):
@@ -37,15 +32,7 @@ def build_config(data_dir, model_name, hparams):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
                     "put vocab.txt in the data directory)." %
                     config.vocab_file)
-  vocab_size = count_vocab(config.vocab_file)
-  implied = {}
-  if "vocab_size" not in hparams:
-    implied["vocab_size"] = vocab_size
-  elif hparams["vocab_size"] != vocab_size:
-    raise UserError("hparam vocab_size is %d but %s has %d tokens; set "
-                    "\"vocab_size\": %d or drop it to take the vocab's." % (
-                        hparams["vocab_size"], config.vocab_file, vocab_size,
-                        vocab_size))
+  implied = configure.implied_vocab_size(hparams, config.vocab_file)
   heldout = os.path.join(data_dir, "pretrain_tfrecords",
                          "heldout_data.tfrecord*")
   if "eval_tfrecords" not in hparams and glob.glob(heldout):

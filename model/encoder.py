@@ -22,6 +22,8 @@ _NEG_INF = -1e9
 
 
 def _initializer(initializer_range):
+  # A new instance per layer: an unseeded tf_keras initializer reused by
+  # several layers gives them the same initial values.
   return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
 
 
@@ -43,14 +45,16 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
                         type_vocab_size=type_vocab_size,
                         dropout_rate=dropout_rate,
                         initializer_range=initializer_range)
-    init = _initializer(initializer_range)
     self.word_embeddings = nlp_layers.OnDeviceEmbedding(
-        vocab_size, embedding_size, initializer=init, name="word_embeddings")
+        vocab_size, embedding_size,
+        initializer=_initializer(initializer_range), name="word_embeddings")
     self.position_embeddings = nlp_layers.PositionEmbedding(
-        max_length=max_position_embeddings, initializer=init,
+        max_length=max_position_embeddings,
+        initializer=_initializer(initializer_range),
         name="position_embeddings")
     self.type_embeddings = nlp_layers.OnDeviceEmbedding(
-        type_vocab_size, embedding_size, initializer=init, use_one_hot=True,
+        type_vocab_size, embedding_size,
+        initializer=_initializer(initializer_range), use_one_hot=True,
         name="type_embeddings")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype=tf.float32, name="layer_norm")
@@ -121,19 +125,20 @@ class ElectraEncoder(tf_keras.Model):
         relative_position=relative_position,
         relative_num_buckets=relative_num_buckets,
         relative_max_distance=relative_max_distance)
-    init = _initializer(initializer_range)
     self.embeddings = embeddings
     self.embedding_projection = None
     if embeddings._config["embedding_size"] != hidden_size:
       self.embedding_projection = tf_keras.layers.Dense(
-          hidden_size, kernel_initializer=init, name="embedding_projection")
+          hidden_size, kernel_initializer=_initializer(initializer_range),
+          name="embedding_projection")
     self.relative_position_bias = None
     if relative_position:
       self.relative_position_bias = nlp_layers.RelativePositionBias(
           num_heads=num_attention_heads,
           relative_attention_num_buckets=relative_num_buckets,
           relative_attention_max_distance=relative_max_distance,
-          embeddings_initializer=init, dtype=tf.float32,
+          embeddings_initializer=_initializer(initializer_range),
+          dtype=tf.float32,
           name="relative_position_bias")
     self.transformer_layers = [
         nlp_layers.TransformerScaffold(
@@ -143,7 +148,7 @@ class ElectraEncoder(tf_keras.Model):
             attention_cls=BiasedSelfAttention,
             dropout_rate=hidden_dropout_prob,
             attention_dropout_rate=attention_probs_dropout_prob,
-            kernel_initializer=init,
+            kernel_initializer=_initializer(initializer_range),
             name="layer_%d" % i)
         for i in range(num_hidden_layers)]
 

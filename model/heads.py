@@ -6,6 +6,8 @@ from official.modeling import tf_utils
 
 
 def _initializer(initializer_range):
+  # A new instance per layer: an unseeded tf_keras initializer reused by
+  # several layers gives them the same initial values.
   return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
 
 
@@ -61,12 +63,11 @@ class ReplacedTokenHead(tf_keras.layers.Layer):
     super(ReplacedTokenHead, self).__init__(**kwargs)
     self._config = dict(hidden_size=hidden_size, hidden_act=hidden_act,
                         initializer_range=initializer_range)
-    init = _initializer(initializer_range)
     self.dense = tf_keras.layers.Dense(
         hidden_size, activation=tf_utils.get_activation(hidden_act),
-        kernel_initializer=init, name="transform")
-    self.logit = tf_keras.layers.Dense(1, kernel_initializer=init,
-                                       name="logit")
+        kernel_initializer=_initializer(initializer_range), name="transform")
+    self.logit = tf_keras.layers.Dense(
+        1, kernel_initializer=_initializer(initializer_range), name="logit")
 
   def call(self, hidden):
     return tf.cast(tf.squeeze(self.logit(self.dense(hidden)), -1), tf.float32)

@@ -26,7 +26,7 @@ if [ ! -s "$data/pretrain_tfrecords/manifest.json" ]; then
   echo "== 2/3 Building pre-training TFRecords (5% of documents held out)"
   "$py" build_pretraining_dataset.py --corpus-dir data/corpus \
     --vocab-file "$data/vocab.txt" --output-dir "$data/pretrain_tfrecords" \
-    --max-seq-length 128 --num-processes 2 --num-shards 4 \
+    --max-seq-length 128 --num-processes 2 --num-shards 4 --no-blanks-separate-docs \
     --heldout-fraction 0.05 --overwrite
 else
   echo "== 2/3 TFRecords exist: $data/pretrain_tfrecords"

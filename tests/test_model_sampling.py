@@ -146,6 +146,7 @@ def test_scatter_replacements_leaves_padding_predictions_alone():
 
 
 def _model(config, features):
+  tf_keras.utils.set_random_seed(1234)  # reproducible initial weights
   model = electra_pretraining.ElectraPretrainingModel(config)
   model(features, training=False)
   return model

@@ -15,6 +15,9 @@ def write_bytes_atomic(path, data):
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
   try:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files.
     with os.fdopen(fd, "wb") as f:
       f.write(data)
       f.flush()
