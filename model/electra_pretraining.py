@@ -160,7 +160,7 @@ class ElectraPretrainingModel(tf_keras.Model):
     if c.disc_importance_weighting:
       ratio = losses.self_normalised_ratio(generator_log_prob,
                                            sample_log_prob, weights)
-      token_weights = self._scatter_to_tokens(
+      token_weights = sampling.scatter_at_positions(
           token_weights, positions, ratio, weights)
     disc_loss = losses.replica_mean(disc_loss_per_token, token_weights)
     disc_logits_masked = tf.gather(disc_logits, positions, batch_dims=1)
@@ -208,20 +208,9 @@ class ElectraPretrainingModel(tf_keras.Model):
   @staticmethod
   def _masked_position_mask(positions, weights, shape):
     """[batch, seq_len] int32, 1 at real masked positions."""
-    return tf.cast(ElectraPretrainingModel._scatter_to_tokens(
-        tf.zeros(shape, tf.float32), positions, tf.ones_like(weights),
-        weights) > 0, tf.int32)
-
-  @staticmethod
-  def _scatter_to_tokens(base, positions, values, weights):
-    """`base` [batch, seq_len] with `values` [batch, P] at real positions."""
-    batch = tf.shape(positions)[0]
-    rows = tf.tile(tf.range(batch)[:, tf.newaxis], [1, tf.shape(positions)[1]])
-    indices = tf.stack([rows, positions], axis=-1)
-    current = tf.gather_nd(base, indices)
-    updates = tf.where(weights > 0, tf.cast(values, base.dtype), current)
-    # Padding predictions sit at position 0 ([CLS]) and rewrite its value.
-    return tf.tensor_scatter_nd_update(base, indices, updates)
+    return sampling.scatter_at_positions(
+        tf.zeros(shape, tf.int32), positions, tf.ones_like(positions),
+        weights)
 
   def get_config(self):
     return self.config.to_dict()

@@ -95,6 +95,21 @@ def gather_vocab(values, ids):
   return tf.gather(values, ids, batch_dims=2)
 
 
+def scatter_at_positions(base, positions, values, weights):
+  """`base` [batch, seq_len] with `values` [batch, P] written at `positions`.
+
+  Only real predictions (weights > 0) write; padding predictions write back
+  the value already at their position (they all point at position 0), so the
+  duplicate writes there agree.
+  """
+  current = tf.gather(base, positions, batch_dims=1)
+  updates = tf.where(weights > 0, tf.cast(values, base.dtype), current)
+  rows = tf.tile(tf.range(tf.shape(positions)[0])[:, tf.newaxis],
+                 [1, tf.shape(positions)[1]])
+  indices = tf.stack([rows, positions], axis=-1)
+  return tf.tensor_scatter_nd_update(base, indices, updates)
+
+
 def scatter_replacements(input_ids, positions, sampled_ids, weights):
   """x~: `input_ids` with `sampled_ids` put at the real masked positions.
 
@@ -102,12 +117,4 @@ def scatter_replacements(input_ids, positions, sampled_ids, weights):
   weights [batch, P] (0 for padding predictions, which are left alone).
   Returns [batch, seq_len] int32.
   """
-  original = tf.gather(input_ids, positions, batch_dims=1)
-  updates = tf.where(weights > 0, sampled_ids, original)
-  batch = tf.shape(positions)[0]
-  num = tf.shape(positions)[1]
-  rows = tf.tile(tf.range(batch)[:, tf.newaxis], [1, num])
-  indices = tf.stack([rows, positions], axis=-1)
-  # Padding predictions all point at position 0 with its own token, so the
-  # duplicate writes there agree.
-  return tf.tensor_scatter_nd_update(input_ids, indices, updates)
+  return scatter_at_positions(input_ids, positions, sampled_ids, weights)
