@@ -63,7 +63,9 @@ class ElectraPretrainingModel(tf_keras.Model):
     `mlm_loss_per_pos`, `masked_lm_preds`, `gen_max_prob`, `sampled_tokens`,
     `est_disc_loss`, `actual_disc_loss`, `sample_log_prob`, `generator_log_prob`;
     per token [batch, seq_len]: `disc_logits`, `disc_probs`, `disc_labels`,
-    `disc_loss_per_token`, `masked_position_mask`.
+    `disc_loss_per_token`, `masked_position_mask`. With `electra_objective`
+    false (plain MLM) only `total_loss`, `mlm_loss`, `mlm_loss_per_pos`,
+    `masked_lm_preds` and `gen_max_prob`.
   """
 
   def __init__(self, config, **kwargs):
@@ -122,15 +124,16 @@ class ElectraPretrainingModel(tf_keras.Model):
     mlm_loss_per_pos = losses.focal_mlm_loss(mlm_logits, labels,
                                              c.focal_gamma)
     mlm_loss = losses.replica_mean(mlm_loss_per_pos, weights)
+    log_pg = sampling.generator_log_probs(mlm_logits, c.temperature)
     out = dict(mlm_loss_per_pos=mlm_loss_per_pos, mlm_loss=mlm_loss,
                masked_lm_preds=tf.argmax(mlm_logits, -1,
-                                         output_type=tf.int32))
+                                         output_type=tf.int32),
+               gen_max_prob=tf.exp(tf.reduce_max(log_pg, axis=-1)))
     if not c.electra_objective:
       out["total_loss"] = c.gen_weight * mlm_loss
       return out
 
     # The draw: p_G during warmup or when asked, else the configured sampler.
-    log_pg = sampling.generator_log_probs(mlm_logits, c.temperature)
     configured = sampler or c.sampling
     log_p_configured = self._draw_log_probs(configured, log_pg, gen_out,
                                             labels)
@@ -196,7 +199,6 @@ class ElectraPretrainingModel(tf_keras.Model):
     disc_probs = tf.sigmoid(disc_logits)
     out.update(
         total_loss=total, disc_loss=disc_loss, sampling_loss=sampling_loss,
-        gen_max_prob=tf.exp(tf.reduce_max(log_pg, axis=-1)),
         sampled_tokens=sampled, sample_log_prob=sample_log_prob,
         generator_log_prob=generator_log_prob,
         est_disc_loss=est_disc_loss, actual_disc_loss=actual_disc_loss,

@@ -27,10 +27,12 @@ def pretraining_step_flops(config):
   d, g = config.model_hparams, config.generator_hparams
   seq, preds = config.max_seq_length, config.max_predictions_per_seq
   emb = d["embedding_size"]
-  forward = _encoder_forward(d["hidden_size"], seq, d["num_hidden_layers"],
-                             d["intermediate_size"], emb)
-  forward += seq * (2 * d["hidden_size"] * d["hidden_size"] +
-                    2 * d["hidden_size"])                   # RTD head
+  forward = 0
+  if config.electra_objective:  # A plain MLM runs no discriminator.
+    forward += _encoder_forward(d["hidden_size"], seq, d["num_hidden_layers"],
+                                d["intermediate_size"], emb)
+    forward += seq * (2 * d["hidden_size"] * d["hidden_size"] +
+                      2 * d["hidden_size"])                 # RTD head
   forward += _encoder_forward(g["hidden_size"], seq, g["num_hidden_layers"],
                               g["intermediate_size"], g["embedding_size"])
   heads = 2 if config.sampling in ("hp_loss", "hp_dist") else 1

@@ -188,6 +188,23 @@ def test_eval_writes_every_metric(data_dir, resume_runs):
     assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plain_mlm_trains_and_evaluates(data_dir):
+  """electra_objective false (BERT, G sharing D's transformer) with do_eval."""
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
+                 electra_objective=False, untied_generator=False,
+                 generator_hidden_size=1.0, do_eval=True)
+  run = _finish(_pretrain(data_dir, "plain_mlm", hparams))
+  assert run.returncode == 0, run
+  with open(os.path.join(str(data_dir), "models", "plain_mlm", "results",
+                         "pretrain_eval.json")) as f:
+    results = json.load(f)
+  assert 0.0 <= results["masked_lm_accuracy"] <= 1.0, results
+  assert results["masked_lm_loss"] > 0.0, results
+  assert "disc_loss" not in results, results
+  assert sum(results["gen_max_prob_histogram"]["counts"]) == (
+      results["num_masked"])
+
+
 def test_mirrored_on_two_cpus_matches_one_device(data_dir, tmp_path):
   hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, sampling="hp_loss")
   hparams["model_hparam_overrides"] = dict(
