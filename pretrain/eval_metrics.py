@@ -294,6 +294,21 @@ def _histogram_lines(hist):
   return lines
 
 
+# Below this held-out AUC the discriminator has not learned to use context.
+PRIOR_AUC = 0.6
+
+
+def discriminator_warning(results):
+  """A line for the log when D still predicts the class prior, else None."""
+  auc = results.get("disc_auc")
+  if not isinstance(auc, float) or auc >= PRIOR_AUC:
+    return None
+  return ("Note: disc_auc %.3f < %.1f: the discriminator still predicts "
+          "'original' almost everywhere (ELECTRA's early phase), and its "
+          "encoder is not yet worth fine-tuning. Train longer; see the "
+          "README, 'What a small CPU budget gives'." % (auc, PRIOR_AUC))
+
+
 def write_results(results, results_dir, name="pretrain_eval", step=None):
   """Writes `<results_dir>/<name>.json` and a readable `<name>.txt` atomically.
 

@@ -97,5 +97,8 @@ def evaluate(config, model, strategy, step, log=print):
       "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS +
       ("estimator_pearson_pG", "estimator_spearman_pG")
       if isinstance(results.get(k), float))))
+  warning = eval_metrics.discriminator_warning(results)
+  if warning:
+    log(warning)
   log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))
   return results

@@ -241,3 +241,11 @@ def test_format_results_table():
   assert row["disc_auc"] == ["0.9123", "-"]
   assert row["estimator_pearson"] == ["-", "n/a"]
   assert row["max_prob_in_[0.9,1]"] == ["0.7500", "-"]
+
+
+def test_discriminator_warning_only_below_the_prior_auc():
+  assert "disc_auc 0.550" in em.discriminator_warning({"disc_auc": 0.55})
+  assert em.discriminator_warning({"disc_auc": 0.93}) is None
+  # A plain MLM has no discriminator; an undefined AUC gives no warning.
+  assert em.discriminator_warning({"masked_lm_accuracy": 0.3}) is None
+  assert em.discriminator_warning({"disc_auc": None}) is None
