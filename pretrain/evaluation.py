@@ -27,7 +27,8 @@ def _disc_correct(out):
   return tf.cast(tf.equal(predicted, out["disc_labels"]), tf.int32)
 
 
-def _make_eval_step(config, model, strategy):
+def make_eval_step(config, model, strategy):
+  """A `tf.function` running one eval batch; build once and reuse it."""
   learns_sampler = config.sampling in ("hp_loss", "hp_dist")
 
   def replica_fn(features):
@@ -57,11 +58,16 @@ def _make_eval_step(config, model, strategy):
   return eval_step
 
 
-def evaluate(config, model, strategy, step, log=print):
-  """Evaluates `model`; writes and returns the results dict."""
+def evaluate(config, model, strategy, step, log=print, eval_step=None):
+  """Evaluates `model`; writes and returns the results dict.
+
+  Pass the `eval_step` of `make_eval_step` when evaluating repeatedly (as
+  `eval_every` does), so that the step is traced once, not on every call.
+  """
   input_fn = pretrain_data.get_input_fn(config, is_training=False)
   iterator = iter(strategy.distribute_datasets_from_function(input_fn))
-  eval_step = _make_eval_step(config, model, strategy)
+  if eval_step is None:
+    eval_step = make_eval_step(config, model, strategy)
   accumulator = eval_metrics.PretrainEvalAccumulator()
   under_pg = eval_metrics.PretrainEvalAccumulator()
   with input_fn.data_errors():

@@ -156,6 +156,7 @@ class PretrainingTrainer(object):
         config.model_dir)
     self._save_dir = self.checkpoint_dir
     self.train_flops = flops_lib.pretraining_step_flops(config)
+    self._eval_step = None  # Built on the first evaluation, then reused.
 
   def _checkpoint(self, iterator=None):
     items = dict(model=self.model, optimizer=self.optimizer,
@@ -362,8 +363,11 @@ class PretrainingTrainer(object):
   def evaluate(self, step=None):
     """Evaluates the current weights on the eval shards; writes results."""
     step = int(self.global_step.numpy()) if step is None else step
+    if self._eval_step is None:
+      self._eval_step = evaluation.make_eval_step(self.config, self.model,
+                                                  self.strategy)
     return evaluation.evaluate(self.config, self.model, self.strategy, step,
-                               log=self.log)
+                               log=self.log, eval_step=self._eval_step)
 
 
 def dummy_features(config, batch_size=1):

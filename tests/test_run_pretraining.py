@@ -378,3 +378,20 @@ def test_bad_input_exits_2_with_one_clear_message(bad_input_runs, case):
           run.stderr.splitlines()].count(True) == 1, run
   for word in words:
     assert word in run.stderr, (word, run)
+
+
+def test_eval_every_evaluates_mid_training_and_traces_once(data_dir):
+  """`eval_every` evaluates at its steps, reusing one traced eval step."""
+  import run_pretraining  # pylint: disable=g-import-not-at-top
+  from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
+                 eval_every=2, num_eval_steps=1)
+  config = run_pretraining.build_config(str(data_dir), "eval_every", hparams)
+  lines = []
+  trainer = trainer_lib.PretrainingTrainer(config, log=lines.append)
+  trainer.train()
+  trainer.evaluate()
+  evals = [line.split(":")[0] for line in lines
+           if line.startswith("Eval at step")]
+  assert evals == ["Eval at step 2", "Eval at step 4"], lines
+  assert trainer._eval_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
