@@ -156,6 +156,10 @@ _FINETUNE_FIELDS = dict(
                           "\"none\": random initialisation."),
     layerwise_lr_decay=Field(0.8, (float, int), "Layer-wise LR decay; top "
                              "layer gets the base rate."),
+    classifier_pooling=Field("cls", str, "Sentence (pair) tasks: what the "
+                             "head reads: \"cls\" (ELECTRA: the [CLS] "
+                             "state) or \"mean\" (the mean over real "
+                             "tokens).", choices=("cls", "mean")),
     num_train_epochs=Field(3.0, (float, int), "Training epochs."),
     warmup_proportion=Field(0.1, (float, int), "Warmup fraction of steps."),
     train_batch_size=Field(32, int, "Global train batch."),

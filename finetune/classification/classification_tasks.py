@@ -28,15 +28,41 @@ Example = collections.namedtuple("Example",
                                  ["guid", "text_a", "text_b", "label"])
 
 
-class ClassificationHead(tf_keras.layers.Layer):
-  """[CLS] hidden state -> dropout -> dense(num_outputs).
+def pool_sequence(sequence_output, input_mask, pooling):
+  """The sentence vector a classification head reads.
 
-  Input: sequence output [batch, seq_len, hidden]. Output: {"logits":
-  [batch, num_outputs] float32}.
+  Args:
+    sequence_output: [batch, seq_len, hidden].
+    input_mask: [batch, seq_len], 1 on real tokens ([CLS] and [SEP] included).
+    pooling: "cls" (the [CLS] state, as ELECTRA) or "mean" (the mean of the
+      real tokens' states).
+
+  Returns:
+    [batch, hidden] float32 (the mean is summed in float32 even under mixed
+    precision).
+  """
+  sequence_output = tf.cast(sequence_output, tf.float32)
+  if pooling == "cls":
+    return sequence_output[:, 0]
+  if pooling != "mean":
+    raise ValueError("Unknown pooling %r; use 'cls' or 'mean'." % pooling)
+  mask = tf.cast(input_mask, tf.float32)[:, :, tf.newaxis]
+  total = tf.reduce_sum(sequence_output * mask, axis=1)
+  return total / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+
+
+class ClassificationHead(tf_keras.layers.Layer):
+  """Pooled hidden state (see `pool_sequence`) -> dropout -> dense.
+
+  Inputs: sequence output [batch, seq_len, hidden]; `features["input_mask"]`
+  [batch, seq_len] for mean pooling. Output: {"logits": [batch, num_outputs]
+  float32}.
   """
 
-  def __init__(self, num_outputs, dropout_rate, initializer_range, **kwargs):
+  def __init__(self, num_outputs, dropout_rate, initializer_range,
+               pooling="cls", **kwargs):
     super(ClassificationHead, self).__init__(**kwargs)
+    self.pooling = pooling
     self.dropout = tf_keras.layers.Dropout(dropout_rate)
     self.dense = tf_keras.layers.Dense(
         num_outputs, dtype=tf.float32, name="logits",
@@ -44,8 +70,19 @@ class ClassificationHead(tf_keras.layers.Layer):
             stddev=initializer_range))
 
   def call(self, sequence_output, features=None, training=None):
-    cls = self.dropout(sequence_output[:, 0], training=training)
-    return {"logits": self.dense(cls)}
+    mask = None if features is None else features.get("input_mask")
+    if self.pooling == "mean" and mask is None:
+      raise ValueError("Mean pooling needs features['input_mask'].")
+    pooled = self.dropout(pool_sequence(sequence_output, mask, self.pooling),
+                          training=training)
+    return {"logits": self.dense(pooled)}
+
+  def get_config(self):
+    config = super(ClassificationHead, self).get_config()
+    config.update(num_outputs=self.dense.units, dropout_rate=self.dropout.rate,
+                  initializer_range=self.dense.kernel_initializer.stddev,
+                  pooling=self.pooling)
+    return config
 
 
 class SingleOutputTask(task.Task):
@@ -120,8 +157,9 @@ class SingleOutputTask(task.Task):
   def build_head(self):
     m = self.config.model_hparams
     return ClassificationHead(self.num_outputs, m["hidden_dropout_prob"],
-                              m["initializer_range"], name="%s_head" %
-                              self.name)
+                              m["initializer_range"],
+                              pooling=self.config.classifier_pooling,
+                              name="%s_head" % self.name)
 
   def write_test_predictions(self, split_data, outputs, directory):
     lines = ["index\tprediction"]
