@@ -99,6 +99,9 @@ _PRETRAIN_FIELDS = dict(
                      "the end with do_eval)."),
     untied_generator_embeddings=Field(False, bool, "Give G its own "
                                       "embeddings."),
+    untied_mlm_output=Field(False, bool, "G's MLM head gets its own output "
+                            "embedding table (ELECTRA ties it to the input "
+                            "embeddings)."),
     untied_generator=Field(True, bool, "G is its own transformer (ELECTRA's "
                            "default); False shares D's weights."),
     generator_layers=Field(1.0, (float, int), "G's layers as a fraction of "

@@ -98,7 +98,7 @@ class ElectraPretrainingModel(tf_keras.Model):
     self.generator = generator_cls(
         gen_encoder, gen_hparams["embedding_size"], gen_hparams["vocab_size"],
         gen_hparams["hidden_act"], gen_hparams["initializer_range"],
-        name="generator")
+        tie_output_embeddings=not config.untied_mlm_output, name="generator")
 
   @property
   def learns_sampler(self):

@@ -1,7 +1,8 @@
 """The generator: ELECTRA's MLM generator and its hardness-prediction subclass.
 
 `MaskedLMGenerator` is ELECTRA's generator: an encoder over the masked input
-and the tied MLM head at the masked positions. `HardnessPredictionGenerator`
+and the MLM head at the masked positions (tied to the input embeddings unless
+`tie_output_embeddings` is false). `HardnessPredictionGenerator`
 adds the sampling head of METHOD.md section 3: same body, same tied embedding
 table, its own prediction layer, giving one score u_t(v) per vocabulary entry.
 """
@@ -26,14 +27,14 @@ class MaskedLMGenerator(tf_keras.Model):
   """
 
   def __init__(self, encoder, embedding_size, vocab_size, hidden_act="gelu",
-               initializer_range=0.02, **kwargs):
+               initializer_range=0.02, tie_output_embeddings=True, **kwargs):
     super(MaskedLMGenerator, self).__init__(**kwargs)
     self.encoder = encoder
-    self.mlm_head = heads.TiedVocabularyHead(
+    self.mlm_head = heads.VocabularyHead(
         embedding_size, vocab_size, hidden_act, initializer_range,
-        name="mlm_head")
+        tied=tie_output_embeddings, name="mlm_head")
     self._head_args = (embedding_size, vocab_size, hidden_act,
-                       initializer_range)
+                       initializer_range, tie_output_embeddings)
 
   def masked_hidden(self, inputs, training=None):
     hidden = self.encoder(
@@ -48,9 +49,11 @@ class MaskedLMGenerator(tf_keras.Model):
     return dict(mlm_logits=self.mlm_head(hidden, table))
 
   def get_config(self):
-    embedding_size, vocab_size, hidden_act, initializer_range = self._head_args
+    (embedding_size, vocab_size, hidden_act, initializer_range,
+     tie_output_embeddings) = self._head_args
     return dict(embedding_size=embedding_size, vocab_size=vocab_size,
-                hidden_act=hidden_act, initializer_range=initializer_range)
+                hidden_act=hidden_act, initializer_range=initializer_range,
+                tie_output_embeddings=tie_output_embeddings)
 
 
 class HardnessPredictionGenerator(MaskedLMGenerator):
@@ -62,11 +65,11 @@ class HardnessPredictionGenerator(MaskedLMGenerator):
   """
 
   def __init__(self, encoder, embedding_size, vocab_size, hidden_act="gelu",
-               initializer_range=0.02, **kwargs):
+               initializer_range=0.02, tie_output_embeddings=True, **kwargs):
     super(HardnessPredictionGenerator, self).__init__(
         encoder, embedding_size, vocab_size, hidden_act, initializer_range,
-        **kwargs)
-    self.sampling_head = heads.TiedVocabularyHead(
+        tie_output_embeddings, **kwargs)
+    self.sampling_head = heads.VocabularyHead(
         embedding_size, vocab_size, hidden_act, initializer_range,
         name="sampling_head")
 

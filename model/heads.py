@@ -1,4 +1,5 @@
-"""Prediction heads: tied-embedding vocabulary head and replaced-token head."""
+"""Prediction heads: vocabulary head (tied or own table) and replaced-token
+head."""
 
 import tensorflow as tf
 import tf_keras
@@ -11,23 +12,26 @@ def _initializer(initializer_range):
   return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
 
 
-class TiedVocabularyHead(tf_keras.layers.Layer):
+class VocabularyHead(tf_keras.layers.Layer):
   """dense(embedding_size, act) -> LayerNorm -> h E^T + b, logits in float32.
 
   ELECTRA's MLM head; the sampling head is a second instance (own dense,
-  LayerNorm and bias) over the same tied table E.
+  LayerNorm and bias) over the same table. With `tied` (ELECTRA) E is the
+  input embedding table passed to `call`; otherwise the head owns its output
+  table `output_embeddings`, so the softmax's push on every non-target entry
+  does not move the input embeddings of tokens that are rarely seen.
 
-  Inputs: hidden [batch, num_predictions, hidden] (compute dtype) and
-    `embedding_table` [vocab_size, embedding_size].
+  Inputs: hidden [batch, num_predictions, hidden] (compute dtype) and, when
+    tied, `embedding_table` [vocab_size, embedding_size].
   Output: logits [batch, num_predictions, vocab_size], float32.
   """
 
   def __init__(self, embedding_size, vocab_size, hidden_act="gelu",
-               initializer_range=0.02, **kwargs):
-    super(TiedVocabularyHead, self).__init__(**kwargs)
+               initializer_range=0.02, tied=True, **kwargs):
+    super(VocabularyHead, self).__init__(**kwargs)
     self._config = dict(embedding_size=embedding_size, vocab_size=vocab_size,
                         hidden_act=hidden_act,
-                        initializer_range=initializer_range)
+                        initializer_range=initializer_range, tied=tied)
     self.dense = tf_keras.layers.Dense(
         embedding_size, activation=tf_utils.get_activation(hidden_act),
         kernel_initializer=_initializer(initializer_range), name="transform")
@@ -38,15 +42,25 @@ class TiedVocabularyHead(tf_keras.layers.Layer):
     self.output_bias = self.add_weight(
         "output_bias", shape=[vocab_size], initializer="zeros",
         dtype=tf.float32, autocast=False)
+    self.output_embeddings = None
+    if not tied:
+      self.output_embeddings = self.add_weight(
+          "output_embeddings", shape=[vocab_size, embedding_size],
+          initializer=_initializer(initializer_range), dtype=tf.float32,
+          autocast=False)
 
-  def call(self, hidden, embedding_table):
+  def call(self, hidden, embedding_table=None):
     h = self.layer_norm(self.dense(hidden))
+    if self.output_embeddings is not None:
+      embedding_table = self.output_embeddings
+    elif embedding_table is None:
+      raise ValueError("A tied VocabularyHead needs the embedding_table.")
     table = tf.cast(embedding_table, tf.float32)
     logits = tf.einsum("bpe,ve->bpv", tf.cast(h, tf.float32), table)
     return logits + self.output_bias
 
   def get_config(self):
-    config = super(TiedVocabularyHead, self).get_config()
+    config = super(VocabularyHead, self).get_config()
     config.update(self._config)
     return config
 

@@ -37,7 +37,8 @@ from util.errors import UserError
 # Config fields that decide the shapes of the checkpointed variables.
 SHAPE_KEYS = ("model_hparams", "generator_hparams", "sampling",
               "relative_position", "relative_num_buckets", "untied_generator",
-              "untied_generator_embeddings", "electra_objective")
+              "untied_generator_embeddings", "untied_mlm_output",
+              "electra_objective")
 
 
 class TrainingDivergedError(UserError):

@@ -333,8 +333,8 @@ def test_get_config_returns_constructor_arguments(models):
       config)
 
   head_args = dict(embedding_size=16, vocab_size=40, hidden_act="gelu",
-                   initializer_range=0.05)
-  config = heads.TiedVocabularyHead(**head_args).get_config()
+                   initializer_range=0.05, tied=False)
+  config = heads.VocabularyHead(**head_args).get_config()
   assert {k: config[k] for k in head_args} == head_args
   rtd_args = dict(hidden_size=32, hidden_act="relu", initializer_range=0.03)
   config = heads.ReplacedTokenHead(**rtd_args).get_config()
@@ -357,5 +357,30 @@ def test_get_config_returns_constructor_arguments(models):
   assert isinstance(models["mlm"].generator, generator_lib.MaskedLMGenerator)
   assert model.generator.get_config() == dict(
       embedding_size=16, vocab_size=40, hidden_act="gelu",
-      initializer_range=0.02)
+      initializer_range=0.02, tie_output_embeddings=True)
   assert model.get_config() == model.config.to_dict()
+
+
+@pytest.mark.parametrize("untied", [False, True])
+def test_untied_mlm_output_keeps_unseen_tokens_input_embeddings_still(
+    features, untied):
+  """The MLM softmax pushes every vocabulary entry; untied, that push goes
+  to the head's own table, and the input embedding of a token absent from
+  the batch gets no gradient."""
+  config = _config("mlm", electra_objective=False, untied_generator=False,
+                   generator_hidden_size=1.0, untied_mlm_output=untied)
+  model = _build(config, features)
+  present = set(features["masked_input_ids"].numpy().ravel()) | set(
+      features["input_ids"].numpy().ravel())
+  absent = sorted(set(range(VOCAB)) - present)
+  assert absent, "the fixture batch uses every token"
+  table = model.generator.encoder.embeddings.embedding_table
+  own = model.generator.mlm_head.output_embeddings
+  assert (own is not None) == untied
+  with tf.GradientTape(persistent=True) as tape:
+    loss = model(features, training=True)["total_loss"]
+  grad = tf.convert_to_tensor(tape.gradient(loss, table)).numpy()
+  assert _is_zero(grad[absent]) == untied
+  if untied:
+    assert own.shape == (VOCAB, config.generator_hparams["embedding_size"])
+    assert not _is_zero(tape.gradient(loss, own)[absent[0]])
