@@ -144,6 +144,12 @@ _PRETRAIN_FIELDS = dict(
     vocab_file=Field(None, (str, type(None)), "Default <data-dir>/vocab.txt."),
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
+    init_checkpoint=Field(None, (str, type(None)), "Warm start: a "
+                          "pre-training checkpoint (prefix or directory) "
+                          "whose model weights start a run whose model dir "
+                          "has no checkpoint yet. Weights it lacks (e.g. D's "
+                          "head after a plain MLM) start fresh; the "
+                          "optimizer and step start at 0."),
     shuffle_buffer=Field(10000, int, "Examples in the shuffle buffer."),
 )
 

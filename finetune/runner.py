@@ -89,9 +89,6 @@ def resolve_init_checkpoint(config):
           "hparam 'init_checkpoint' to a checkpoint, or set it to \"none\" "
           "to fine-tune from random initialisation." % (path,
                                                         config.model_name))
-  elif (os.path.isdir(path) and tf.train.latest_checkpoint(path) is None and
-        os.path.isdir(checkpoints.pretrained_checkpoint_dir(path))):
-    path = checkpoints.pretrained_checkpoint_dir(path)
   prefix = checkpoints.resolve_checkpoint(path)
   _check_pretrained_config(config, prefix)
   return prefix

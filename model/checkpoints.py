@@ -15,7 +15,11 @@ from util.errors import UserError
 
 
 def resolve_checkpoint(path):
-  """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+  """A checkpoint prefix from a prefix, a directory of checkpoints (its
+  latest) or a pre-training model directory holding `checkpoints/`."""
+  if (path and tf.io.gfile.isdir(path) and not tf.train.latest_checkpoint(path)
+      and tf.io.gfile.isdir(pretrained_checkpoint_dir(path))):
+    path = pretrained_checkpoint_dir(path)
   if path and tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:

@@ -158,6 +158,7 @@ class PretrainingTrainer(object):
     self._save_dir = self.checkpoint_dir
     self.train_flops = flops_lib.pretraining_step_flops(config)
     self._eval_step = None  # Built on the first evaluation, then reused.
+    self._warm_started = False
 
   def _checkpoint(self, iterator=None):
     items = dict(model=self.model, optimizer=self.optimizer,
@@ -183,9 +184,40 @@ class PretrainingTrainer(object):
                         "shape?): %s" % (latest, str(e).splitlines()[0]))
       self.log("Restored %s (step %d)" % (latest,
                                           int(self.global_step.numpy())))
+    elif self.config.init_checkpoint and not self._warm_started:
+      self.warm_start(self.config.init_checkpoint)
     return tf.train.CheckpointManager(
         checkpoint, self._save_dir,
         max_to_keep=self.config.keep_checkpoint_max if self.is_chief else 1)
+
+  def warm_start(self, path):
+    """Loads the model weights of another pre-training run's checkpoint.
+
+    Only `model/...` is read: the optimizer, step and data position start
+    anew. Weights the checkpoint lacks keep their initialisation and are
+    named in the log; a checkpoint that shares no weight is an error.
+    Returns the names of the variables that were restored.
+    """
+    prefix = checkpoints_lib.resolve_checkpoint(path)
+    before = [v.numpy() for v in self.model.variables]
+    try:
+      tf.train.Checkpoint(model=self.model).restore(prefix).expect_partial()
+    except (ValueError, tf.errors.InvalidArgumentError) as e:
+      raise UserError("cannot warm-start from %s (hparam 'init_checkpoint'): "
+                      "its weights have other shapes than this model's: %s"
+                      % (prefix, str(e).splitlines()[0]))
+    changed = [not np.array_equal(b, v.numpy())
+               for b, v in zip(before, self.model.variables)]
+    restored = [v.name for v, c in zip(self.model.variables, changed) if c]
+    fresh = [v.name for v, c in zip(self.model.variables, changed) if not c]
+    if not restored:
+      raise UserError("init_checkpoint %s shares no weight with this model "
+                      "(not an electra-hp pre-training checkpoint?)." % prefix)
+    self._warm_started = True
+    self.log("Warm start from %s: %d of %d weight tensors restored%s" % (
+        prefix, len(restored), len(restored) + len(fresh),
+        "; fresh: " + ", ".join(fresh) if fresh else ""))
+    return restored
 
   def _train_iterator(self, input_fn):
     """(iterator over the training batches, whether checkpoints hold it).

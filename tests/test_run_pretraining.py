@@ -395,3 +395,60 @@ def test_eval_every_evaluates_mid_training_and_traces_once(data_dir):
            if line.startswith("Eval at step")]
   assert evals == ["Eval at step 2", "Eval at step 4"], lines
   assert trainer._eval_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+
+
+def test_init_checkpoint_warm_starts_electra_from_a_plain_mlm(data_dir):
+  """A plain MLM's weights start an ELECTRA run; D's head starts fresh."""
+  import run_pretraining  # pylint: disable=g-import-not-at-top
+  from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  shared = dict(pretrain_fixtures.RUNNER_HPARAMS, untied_generator=False,
+                generator_hidden_size=1.0)
+  source = trainer_lib.PretrainingTrainer(run_pretraining.build_config(
+      str(data_dir), "warm_source", dict(shared, num_train_steps=4,
+                                         electra_objective=False)),
+                                          log=lambda line: None)
+  source.train()
+  source_dir = os.path.join(str(data_dir), "models", "warm_source")
+
+  lines = []
+  config = run_pretraining.build_config(
+      str(data_dir), "warm_electra",
+      dict(shared, num_train_steps=2, init_checkpoint=source_dir, seed=5))
+  trainer = trainer_lib.PretrainingTrainer(config, log=lines.append)
+  trainer.restore()
+  warm = [line for line in lines if line.startswith("Warm start from")]
+  assert len(warm) == 1 and "ckpt-4" in warm[0], lines
+  assert "replaced_token_head" in warm[0].split("fresh:")[1], warm
+  for mine, theirs in zip(trainer.model.discriminator.encoder.variables,
+                          source.model.discriminator.encoder.variables):
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+  assert int(trainer.global_step.numpy()) == 0
+
+  trainer.train()  # From step 0; its own checkpoints from then on.
+  assert int(trainer.global_step.numpy()) == 2
+  assert len([line for line in lines if line.startswith("Warm start")]) == 1
+  assert tf.train.latest_checkpoint(_checkpoint_dir(data_dir,
+                                                    "warm_electra"))
+  lines.clear()
+  trainer_lib.PretrainingTrainer(config, log=lines.append).restore()
+  assert any(line.startswith("Restored") for line in lines), lines
+  assert not any(line.startswith("Warm start") for line in lines), lines
+
+
+def test_init_checkpoint_of_another_shape_or_missing_is_a_clear_error(
+    data_dir, resume_runs):
+  """Warm start from hidden 32 into hidden 48; from a path with nothing."""
+  del resume_runs  # Wrote the checkpoints of model "straight".
+  hparams = dict(RESUME_HPARAMS, num_train_steps=1)
+  hparams["model_hparam_overrides"] = dict(hparams["model_hparam_overrides"],
+                                           hidden_size=48)
+  bad_shape = _pretrain(data_dir, "warm_bad_shape", dict(
+      hparams, init_checkpoint=os.path.join(str(data_dir), "models",
+                                            "straight")))
+  missing = _pretrain(data_dir, "warm_missing", dict(
+      RESUME_HPARAMS, init_checkpoint=os.path.join(str(data_dir), "nothing")))
+  bad_shape, missing = _finish(bad_shape, missing)
+  assert bad_shape.returncode == 2, bad_shape
+  assert "other shapes" in bad_shape.stderr, bad_shape
+  assert missing.returncode == 2, missing
+  assert "nothing" in missing.stderr and "not found" in missing.stderr, missing
