@@ -112,7 +112,8 @@ class Trainer(object):
       return
     prefix = checkpoints.restore_discriminator(self.model.encoder,
                                                init_checkpoint)
-    self.log("encoder from pre-trained checkpoint %s" % prefix)
+    self.log("encoder from pre-trained checkpoint %s (all %d weight tensors "
+             "restored)" % (prefix, len(self.model.encoder.weights)))
 
   def restore_finetuned(self):
     """Loads this trial's kept fine-tuned model (for do_train false)."""
