@@ -40,7 +40,13 @@ import time
 
 import numpy as np
 
-from model import tokenization
+from util.cli import quiet_tensorflow_startup
+
+quiet_tensorflow_startup()
+
+from model import tokenization  # pylint: disable=g-import-not-at-top
+from pretrain.tfrecord_shards import ShardWriter
+from pretrain.tfrecord_shards import hold_out_tail
 from util import corpus as corpus_lib
 from util.cli import run_main
 from util.errors import UserError
@@ -391,58 +397,6 @@ class ExampleBuilder(object):
             positions - num_special, positions)
 
 
-class ShardWriter(object):
-  """Deals examples round-robin to `<prefix>-0000i-of-0000n` TFRecord files.
-
-  Files are written under temporary names and renamed by `commit()`. They are
-  opened on the first write, so that worker processes are forked before this
-  process makes any TensorFlow object.
-  """
-
-  def __init__(self, output_dir, prefix, num_shards):
-    self.names = ["%s-%05d-of-%05d" % (prefix, i, num_shards)
-                  for i in range(num_shards)]
-    self._dir = output_dir
-    self._tmp = [os.path.join(output_dir, ".tmp-" + name)
-                 for name in self.names]
-    self._writers = None
-    self.counts = [0] * num_shards
-    self._next = 0
-
-  def _open(self):
-    if self._writers is None:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      self._writers = [tf.io.TFRecordWriter(p) for p in self._tmp]
-
-  def write(self, records):
-    self._open()
-    for record in records:
-      self._writers[self._next].write(record)
-      self.counts[self._next] += 1
-      self._next = (self._next + 1) % len(self._writers)
-
-  def close(self):
-    self._open()
-    for w in self._writers:
-      w.close()
-
-  def commit(self):
-    for tmp, name in zip(self._tmp, self.names):
-      os.replace(tmp, os.path.join(self._dir, name))
-
-  def discard(self):
-    if self._writers is not None:
-      for w in self._writers:
-        w.close()
-    for tmp in self._tmp:
-      if os.path.exists(tmp):
-        os.remove(tmp)
-
-  def summary(self):
-    return [{"file": name, "examples": c}
-            for name, c in zip(self.names, self.counts)]
-
-
 class Progress(object):
   """A progress line on stderr: files done / total, MB, MB/s and ETA."""
 
@@ -680,9 +634,23 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
       raise UserError(
           "every document went to the held-out set (--heldout-fraction %g); "
           "lower it or add text." % heldout_fraction)
-    for w in (train, heldout):
-      if w is not None:
-        w.close()
+    train.close()
+    heldout_unit = "document" if heldout is not None else None
+    if heldout is not None and not totals["heldout_examples"]:
+      train, moved, moved_tokens = hold_out_tail(train, heldout,
+                                                 heldout_fraction, output_dir)
+      heldout_unit = "example"
+      totals["train_examples"] -= moved
+      totals["heldout_examples"] += moved
+      totals["train_tokens"] -= moved_tokens
+      totals["heldout_tokens"] += moved_tokens
+      print("note: --heldout-fraction %g picked none of the %d documents; "
+            "held out the last %d of %d examples instead (whole examples, "
+            "not documents)." % (heldout_fraction, totals["documents"], moved,
+                                 totals["train_examples"] + moved),
+            file=progress_stream or sys.stderr, flush=True)
+    if heldout is not None:
+      heldout.close()
     _remove_old_outputs(output_dir)
     for w in (train, heldout):
       if w is not None:
@@ -734,6 +702,10 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
       "mb_per_second": round(total_bytes / 1e6 / max(elapsed, 1e-9), 2),
       "shards": {"train": train.summary(),
                  "heldout": heldout.summary() if heldout else []},
+      # "document": whole documents drawn with the fraction; "example": the
+      # draw picked no document, so the last examples were held out.
+      "heldout_unit": heldout_unit,
+      "notes": [n for n in (train.note(), heldout and heldout.note()) if n],
   }
   write_json_atomic(os.path.join(output_dir, MANIFEST), manifest)
   return manifest
@@ -809,6 +781,8 @@ def main(argv=None):
             manifest["corpus_tokens"], 100 * manifest["coverage"],
             manifest["files"]["read"], manifest["files"]["skipped"],
             manifest["elapsed_seconds"], manifest["mb_per_second"]))
+  for note in manifest["notes"]:
+    print("note: " + note)
   return 0
 
 

@@ -11,7 +11,11 @@ Usage:
 import argparse
 import time
 
-from model import tokenization
+from util.cli import quiet_tensorflow_startup
+
+quiet_tensorflow_startup()
+
+from model import tokenization  # pylint: disable=g-import-not-at-top
 from util.cli import run_main
 
 

@@ -13,7 +13,11 @@ D/models/M/finetuning_models/. `--hparams` is a JSON object or a path to a
 
 import argparse
 
-from configure import FinetuningConfig
+from util.cli import quiet_tensorflow_startup
+
+quiet_tensorflow_startup()
+
+from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
 from configure import implied_vocab_size
 from configure import load_hparams
 from util.cli import run_main

@@ -14,11 +14,14 @@ import json
 import logging
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from util.cli import quiet_tensorflow_startup
+from util.cli import run_main
+
+quiet_tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
-from util.cli import run_main
 from util.errors import UserError
+from util.io_utils import check_writable
 
 
 def build_config(data_dir, model_name, hparams):
@@ -56,8 +59,11 @@ def main(argv=None):
   config = build_config(args.data_dir, args.model_name, args.hparams)
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from pretrain import pretrain_data
   from pretrain import trainer as trainer_lib
-  os.makedirs(config.model_dir, exist_ok=True)
+  # Everything a run reads or writes is checked before the model is built.
+  pretrain_data.check_inputs(config)
+  check_writable(config.model_dir)
   trainer_lib.check_saved_config(config)
 
   def log(message):

@@ -24,7 +24,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from util.cli import quiet_tensorflow_startup  # pylint: disable=g-import-not-at-top
+
+quiet_tensorflow_startup()
 
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tf_keras

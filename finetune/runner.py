@@ -103,9 +103,12 @@ def _load_splits(config, task):
   return train, evals, tests
 
 
-def run_task(config, task, strategy, init_checkpoint):
-  """All trials of one task; returns its results record (also written)."""
-  train, evals, tests = _load_splits(config, task)
+def run_task(config, task, splits, strategy, init_checkpoint):
+  """All trials of one task; returns its results record (also written).
+
+  `splits` is `_load_splits(config, task)`: (train, evals, tests).
+  """
+  train, evals, tests = splits
   task_dir = os.path.join(config.model_dir, "finetuning_models", task.name)
   write_json_atomic(os.path.join(task_dir, "config.json"), config.to_dict())
   trials = []
@@ -149,5 +152,8 @@ def run_finetuning(config):
           flush=True)
   tasks = [task_builder.get_task(config, name, tokenizer)
            for name in config.task_names]
-  return {task.name: run_task(config, task, strategy, init_checkpoint)
-          for task in tasks}
+  # Every task's files are read and checked before the first model is built.
+  splits = [_load_splits(config, task) for task in tasks]
+  return {task.name: run_task(config, task, task_splits, strategy,
+                              init_checkpoint)
+          for task, task_splits in zip(tasks, splits)}

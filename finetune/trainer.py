@@ -25,6 +25,7 @@ from finetune.model import FinetuningModel
 from model import checkpoints
 from model import optimization
 from model.encoder import build_discriminator_encoder
+from util.errors import TrainingDivergedError
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -213,10 +214,10 @@ class Trainer(object):
         step += chunk
         losses.append((step, loss))
         if not np.isfinite(loss):
-          raise UserError("%s: the training loss is %s at step %d; lower "
-                          "hparam 'learning_rate' (now %g)." % (
-                              self.log_prefix, loss, step,
-                              config.learning_rate))
+          raise TrainingDivergedError(
+              "%s: the training loss is %s at step %d; lower "
+              "hparam 'learning_rate' (now %g)." % (
+                  self.log_prefix, loss, step, config.learning_rate))
         # ETA: the remaining steps at the rate so far, plus the evaluations
         # still to come at their mean duration.
         rate = step / max(train_seconds, 1e-9)

@@ -57,22 +57,33 @@ def read_special_ids(vocab_file):
   return {token: vocab[token] for token in SPECIAL_TOKENS}
 
 
-def find_shards(file_pattern):
-  """Sorted list of the files matching `file_pattern`; an error if none."""
+def find_shards(file_pattern, hparam="pretrain_tfrecords"):
+  """Sorted list of the files matching `file_pattern`; an error if none.
+
+  `hparam` is the config key the pattern came from, named in the error.
+  """
   try:
     files = sorted(tf.io.gfile.glob(file_pattern))
   except tf.errors.OpError as e:
-    raise UserError("cannot list TFRecord shards %r: %s" % (
-        file_pattern, _short_message(e)))
+    raise UserError("cannot list TFRecord shards %r (hparam %r): %s" % (
+        file_pattern, hparam, _short_message(e)))
   if not files:
-    raise UserError("no TFRecord shards match %r; build them with "
-                    "build_pretraining_dataset.py, or point hparam "
-                    "'pretrain_tfrecords' / 'eval_tfrecords' at them." %
-                    file_pattern)
+    raise UserError("no TFRecord shards match %r (hparam %r); %s" % (
+        file_pattern, hparam, _NO_SHARDS_FIX[hparam]))
   return files
 
 
-def check_shards(files, max_seq_length):
+_NO_SHARDS_FIX = {
+    "pretrain_tfrecords": "build them with build_pretraining_dataset.py, or "
+                          "point hparam 'pretrain_tfrecords' at them.",
+    "eval_tfrecords": "build held-out shards with build_pretraining_dataset.py "
+                      "--heldout-fraction 0.05, point hparam 'eval_tfrecords' "
+                      "at existing shards (e.g. the training ones), or set "
+                      "hparam 'do_eval' to false.",
+}
+
+
+def check_shards(files, max_seq_length, hparam="pretrain_tfrecords"):
   """Reads the first record of each shard and checks its features.
 
   Cheap (one record per file); a shard corrupted or truncated further in is
@@ -101,8 +112,8 @@ def check_shards(files, max_seq_length):
     kept.append(path)
     ids.append(index)
   if not kept:
-    raise UserError("all %d shards (%s ...) are empty." % (len(files),
-                                                          files[0]))
+    raise UserError("all %d shards (%s ...) of hparam %r are empty; %s" % (
+        len(files), files[0], hparam, _NO_SHARDS_FIX[hparam]))
   return kept, ids
 
 
@@ -145,7 +156,8 @@ def _feature_spec(max_seq_length):
 def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
                  mask_prob, mask_id, special_ids, seed, is_training,
                  shuffle_buffer=10000, num_epochs=None, num_input_pipelines=1,
-                 input_pipeline_id=0, file_ids=None, cycle_length=4):
+                 input_pipeline_id=0, file_ids=None, cycle_length=4,
+                 skip_examples=0):
   """The dataset of one input pipeline (see the module docstring).
 
   Args:
@@ -163,6 +175,9 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
     num_input_pipelines, input_pipeline_id: this pipeline's share.
     file_ids: each file's index used in the seeds (default 0, 1, ...).
     cycle_length: files read at once.
+    skip_examples: examples of this pipeline's (shuffled) stream to skip
+      before the first batch; the rest is what an uninterrupted stream would
+      give after them, whatever the batch size.
 
   Returns:
     A tf.data.Dataset of dicts with static shapes:
@@ -212,6 +227,9 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
     dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
   if is_training:
     dataset = dataset.shuffle(shuffle_buffer, seed=seed)
+  # Always present (also for 0), so that a saved iterator's structure does
+  # not depend on where the run started.
+  dataset = dataset.skip(skip_examples)
 
   spec = _feature_spec(max_seq_length)
 
@@ -237,6 +255,8 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
                         deterministic=True)
   options = tf.data.Options()
   options.deterministic = True
+  # Keeps skip(0) in the graph (see above).
+  options.experimental_optimization.noop_elimination = False
   # Sharding is done here, per input pipeline.
   options.experimental_distribute.auto_shard_policy = (
       tf.data.experimental.AutoShardPolicy.OFF)
@@ -249,12 +269,15 @@ class InputFn(object):
   Attributes:
     files: the shards read, sorted.
     batch_size: the global batch.
+    skip_examples: examples of the (global) stream to skip, to resume a run
+      at an example offset; each of the pipelines skips its share.
   """
 
   def __init__(self, files, file_ids, batch_size, batch_size_name, kwargs):
     self.files = files
     self.file_ids = file_ids
     self.batch_size = batch_size
+    self.skip_examples = 0
     self._batch_size_name = batch_size_name
     self._kwargs = kwargs
 
@@ -276,6 +299,7 @@ class InputFn(object):
                             self._batch_size_name, self.batch_size, replicas))
       batch = input_context.get_per_replica_batch_size(self.batch_size)
     return make_dataset(self.files, file_ids=self.file_ids, batch_size=batch,
+                        skip_examples=self.skip_examples // pipelines,
                         num_input_pipelines=pipelines,
                         input_pipeline_id=pipeline_id, **self._kwargs)
 
@@ -339,9 +363,10 @@ def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
       a shard is corrupt or has the wrong sequence length.
   """
   special = read_special_ids(config.vocab_file)
-  pattern = file_pattern or (config.pretrain_tfrecords if is_training else
-                             config.eval_tfrecords)
-  files, file_ids = check_shards(find_shards(pattern), config.max_seq_length)
+  hparam = "pretrain_tfrecords" if is_training else "eval_tfrecords"
+  pattern = file_pattern or getattr(config, hparam)
+  files, file_ids = check_shards(find_shards(pattern, hparam),
+                                 config.max_seq_length, hparam)
   batch_name = "train_batch_size" if is_training else "eval_batch_size"
   kwargs = dict(
       max_seq_length=config.max_seq_length,
@@ -352,3 +377,20 @@ def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
       shuffle_buffer=config.shuffle_buffer, num_epochs=num_epochs)
   return InputFn(files, file_ids, getattr(config, batch_name), batch_name,
                  kwargs)
+
+
+def check_inputs(config):
+  """Checks the vocabulary and the shards a run will read, before any step.
+
+  Reads the vocabulary's special tokens and the first record of every
+  training shard (with do_train) and evaluation shard (with do_eval), so a
+  missing, empty or mis-sized data set stops the run within seconds instead
+  of after training.
+
+  Raises:
+    UserError: naming the file (or glob and hparam) and the fix.
+  """
+  if config.do_train:
+    get_input_fn(config, is_training=True)
+  if config.do_eval:
+    get_input_fn(config, is_training=False)

@@ -32,6 +32,7 @@ from pretrain import evaluation
 from pretrain import flops as flops_lib
 from pretrain import pretrain_data
 from util import distribution
+from util.errors import TrainingDivergedError
 from util.errors import UserError
 
 # Config fields that decide the shapes of the checkpointed variables.
@@ -41,10 +42,29 @@ SHAPE_KEYS = ("model_hparams", "generator_hparams", "sampling",
               "electra_objective")
 
 
-class TrainingDivergedError(UserError):
-  """The loss became NaN or Inf; the last good checkpoint is kept."""
+# Config fields that decide the stream of training examples. A checkpoint's
+# input-iterator state is only valid for the values it was saved with; when
+# one changes, the stream restarts at the same example offset instead.
+DATA_STREAM_KEYS = ("train_batch_size", "max_seq_length",
+                    "max_predictions_per_seq", "mask_prob", "seed",
+                    "shuffle_buffer", "pretrain_tfrecords")
+_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+_EXAMPLES_KEY = "examples_seen/.ATTRIBUTES/VARIABLE_VALUE"
+_STREAM_KEY = "data_stream/.ATTRIBUTES/VARIABLE_VALUE"
 
-  exit_code = 3
+
+def data_stream_settings(config):
+  """The DATA_STREAM_KEYS of `config` as canonical JSON."""
+  config_dict = config.to_dict()
+  return json.dumps({k: config_dict[k] for k in DATA_STREAM_KEYS},
+                    sort_keys=True)
+
+
+def _changed_settings(saved_json, current_json):
+  """'key old -> new' for each data-stream setting that differs."""
+  saved, current = json.loads(saved_json), json.loads(current_json)
+  return ["%s %s -> %s" % (k, json.dumps(saved.get(k)), json.dumps(current[k]))
+          for k in DATA_STREAM_KEYS if saved.get(k) != current[k]]
 
 
 def format_duration(seconds):
@@ -152,6 +172,13 @@ class PretrainingTrainer(object):
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    # Host-side bookkeeping, saved with each checkpoint: how many training
+    # examples were consumed, and the settings of the stream they came from.
+    with tf.device("/cpu:0"):
+      self.examples_seen = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                       name="examples_seen")
+      self.data_stream = tf.Variable(data_stream_settings(config),
+                                     trainable=False, name="data_stream")
     self.is_chief = self.strategy.extended.should_checkpoint
     self.checkpoint_dir = checkpoints_lib.pretrained_checkpoint_dir(
         config.model_dir)
@@ -163,25 +190,32 @@ class PretrainingTrainer(object):
   def _checkpoint(self, iterator=None):
     items = dict(model=self.model, optimizer=self.optimizer,
                  step=self.global_step,
-                 dropout_rng=dropout_rng_checkpoint(self.model))
+                 dropout_rng=dropout_rng_checkpoint(self.model),
+                 examples_seen=self.examples_seen,
+                 data_stream=self.data_stream)
     if iterator is not None:
       items["iterator"] = iterator
     return tf.train.Checkpoint(**items)
 
-  def restore(self, iterator=None):
+  def restore(self, iterator=None, restore_iterator=True):
     """Restores the latest checkpoint, if any; returns the saving manager.
 
     Every worker restores from `checkpoint_dir`; the manager saves there on
-    the chief and to a temporary directory on other workers.
+    the chief and to a temporary directory on other workers. `iterator` is
+    saved with every checkpoint; it is also restored unless
+    `restore_iterator` is false (the stream was restarted at an offset).
     """
     checkpoint = self._checkpoint(iterator)
     latest = tf.train.latest_checkpoint(self.checkpoint_dir)
     if latest:
+      restoring = checkpoint if restore_iterator else self._checkpoint()
       try:
-        checkpoint.restore(latest).expect_partial()
-      except (ValueError, tf.errors.InvalidArgumentError) as e:
+        restoring.restore(latest).expect_partial()
+      except (ValueError, tf.errors.InvalidArgumentError,
+              tf.errors.NotFoundError) as e:
         raise UserError("cannot restore %s into this model (another model "
                         "shape?): %s" % (latest, str(e).splitlines()[0]))
+      self.data_stream.assign(data_stream_settings(self.config))
       self.log("Restored %s (step %d)" % (latest,
                                           int(self.global_step.numpy())))
     elif self.config.init_checkpoint and not self._warm_started:
@@ -220,26 +254,43 @@ class PretrainingTrainer(object):
     return restored
 
   def _train_iterator(self, input_fn):
-    """(iterator over the training batches, whether checkpoints hold it).
+    """(iterator, whether checkpoints hold it, whether to restore it).
 
-    A tf.distribute iterator cannot be checkpointed (TF 2.20); it starts
-    after the batches of the steps already taken, which are the same in
-    every run (the pipeline's stream depends on the seed only).
+    The iterator's saved state is used when the latest checkpoint holds one
+    written with today's DATA_STREAM_KEYS. Otherwise (another batch size or
+    seed, or a tf.distribute iterator, which cannot be checkpointed in
+    TF 2.20) the stream starts after the examples already trained on: the
+    pipeline's order depends on the seed only, so that is where an
+    uninterrupted run would be.
     """
     iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
+    saveable = isinstance(iterator, tf.data.Iterator)
     latest = tf.train.latest_checkpoint(self.checkpoint_dir)
-    if isinstance(iterator, tf.data.Iterator) or not latest:
-      return iterator, isinstance(iterator, tf.data.Iterator)
-    step = int(tf.train.load_checkpoint(latest).get_tensor(
-        "step/.ATTRIBUTES/VARIABLE_VALUE"))
-
-    def resumed_input_fn(context):
-      per_step = (context.num_replicas_in_sync //
-                  context.num_input_pipelines)
-      return input_fn(context).skip(step * per_step)
-
-    return iter(self.strategy.distribute_datasets_from_function(
-        resumed_input_fn)), False
+    if not latest:
+      return iterator, saveable, True
+    reader = tf.train.load_checkpoint(latest)
+    names = reader.get_variable_to_shape_map()
+    current = data_stream_settings(self.config)
+    changed = []
+    if _STREAM_KEY in names:
+      changed = _changed_settings(reader.get_tensor(_STREAM_KEY).decode(),
+                                  current)
+    # Checkpoints without the stream settings predate the pipeline's skip
+    # stage: their iterator state does not fit today's pipeline.
+    has_iterator = (_STREAM_KEY in names and
+                    any(n.startswith("iterator/") for n in names))
+    if saveable and has_iterator and not changed:
+      return iterator, saveable, True
+    examples = (int(reader.get_tensor(_EXAMPLES_KEY)) if _EXAMPLES_KEY in names
+                else int(reader.get_tensor(_STEP_KEY)) *
+                self.config.train_batch_size)
+    self.log("Resuming the data stream at example %d (%s): the examples "
+             "before it are skipped, so the run continues where it stopped." % (
+                 examples, "changed: " + ", ".join(changed) if changed else
+                 "the checkpoint holds no input-iterator state"))
+    input_fn.skip_examples = examples
+    return (iter(self.strategy.distribute_datasets_from_function(input_fn)),
+            saveable, False)
 
   def _replica_step(self, features):
     c = self.config
@@ -296,19 +347,20 @@ class PretrainingTrainer(object):
     """Trains to `num_train_steps`, resuming from the last checkpoint."""
     c = self.config
     input_fn = pretrain_data.get_input_fn(c, is_training=True)
-    iterator, saved = self._train_iterator(input_fn)
+    iterator, saveable, restore_iterator = self._train_iterator(input_fn)
     if not self.is_chief:
       self._save_dir = tempfile.mkdtemp(prefix="electra_worker_checkpoints_")
     try:
       with input_fn.data_errors():
-        return self._train(iterator, saved)
+        return self._train(iterator if saveable else None, restore_iterator,
+                           iterator)
     finally:
       if not self.is_chief:
         shutil.rmtree(self._save_dir, ignore_errors=True)
 
-  def _train(self, iterator, iterator_in_checkpoint):
+  def _train(self, saved_iterator, restore_iterator, iterator):
     c = self.config
-    manager = self.restore(iterator if iterator_in_checkpoint else None)
+    manager = self.restore(saved_iterator, restore_iterator)
     step = int(self.global_step.numpy())
     total = c.num_train_steps
     if step >= total:
@@ -336,6 +388,7 @@ class PretrainingTrainer(object):
       n = min(c.iterations_per_loop, min(boundaries) - step)
       sums = train_loop(iterator, tf.constant(n, tf.int32))
       sums = {k: v.numpy() for k, v in sums.items()}
+      self.examples_seen.assign_add(n * c.train_batch_size)
       if not all(np.isfinite(v) for v in sums.values()):
         bad = [k for k, v in sums.items() if not np.isfinite(v)]
         raise TrainingDivergedError(

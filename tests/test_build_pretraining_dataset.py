@@ -306,3 +306,105 @@ def test_sentencepiece_model(tmp_path):
   assert manifest["coverage"] >= 0.99 and manifest["format"]["cls_id"] == 2
   ex = _read_examples(out)[0]
   assert ex["input_ids"][0] == 2 and 3 in ex["input_ids"].tolist()
+
+
+def _documents_corpus(tmp_path, num_docs, words_per_doc=400):
+  """`num_docs` files of real text (one document each with --no-blanks-...)."""
+  with open(os.path.join(CORPUS, "wrapped", "persuasion_opening.txt"),
+            encoding="utf-8") as f:
+    words = f.read().split()
+  corpus = tmp_path / ("corpus_%d" % num_docs)
+  corpus.mkdir()
+  for d in range(num_docs):
+    start = (d * words_per_doc) % max(1, len(words) - words_per_doc)
+    (corpus / ("doc%d.txt" % d)).write_text(
+        " ".join(words[start:start + words_per_doc]) + "\n", encoding="utf-8")
+  return corpus
+
+
+def _shard_counts(output_dir, prefix):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return [sum(1 for _ in tf.data.TFRecordDataset(p)) for p in
+          sorted(glob.glob(os.path.join(str(output_dir), prefix + "-*")))]
+
+
+@pytest.mark.parametrize("num_docs", [1, 3, 7])
+def test_heldout_fraction_always_yields_heldout_examples(tokenizer, tmp_path,
+                                                         num_docs):
+  corpus = _documents_corpus(tmp_path, num_docs)
+  out = tmp_path / "out"
+  manifest = _build(tokenizer, corpus, out, heldout_fraction=0.05,
+                    blanks_separate_docs=False, num_shards=4)
+  train = _shard_counts(out, builder_lib.TRAIN_PREFIX)
+  heldout = _shard_counts(out, builder_lib.HELDOUT_PREFIX)
+  assert heldout and min(heldout) > 0 and min(train) > 0
+  assert sum(heldout) == manifest["examples"]["heldout"] >= 1
+  assert sum(train) == manifest["examples"]["train"]
+  total = sum(train) + sum(heldout)
+  assert manifest["heldout_unit"] in ("document", "example")
+  if manifest["heldout_unit"] == "example":
+    assert sum(heldout) == max(1, round(0.05 * total))
+  # Every token still written once, and the names say how many shards exist.
+  examples = (_read_examples(out) +
+              _read_examples(out, builder_lib.HELDOUT_PREFIX))
+  tokens = sum(len(_text_tokens(ex, tokenizer)) for ex in examples)
+  assert tokens == manifest["corpus_tokens"] == (
+      manifest["tokens_written"]["train"] +
+      manifest["tokens_written"]["heldout"])
+  for split in ("train", "heldout"):
+    names = [s["file"] for s in manifest["shards"][split]]
+    assert all(n.endswith("-of-%05d" % len(names)) for n in names)
+    assert all(s["examples"] > 0 for s in manifest["shards"][split])
+
+
+def test_heldout_fallback_holds_out_the_last_examples(tokenizer, tmp_path):
+  corpus = _documents_corpus(tmp_path, 1, words_per_doc=2000)
+  without = _build(tokenizer, corpus, tmp_path / "a",
+                   blanks_separate_docs=False)
+  with_heldout = _build(tokenizer, corpus, tmp_path / "b",
+                        heldout_fraction=0.1, blanks_separate_docs=False)
+  assert with_heldout["heldout_unit"] == "example"
+  everything = _read_examples(tmp_path / "a")
+  train = _read_examples(tmp_path / "b")
+  heldout = _read_examples(tmp_path / "b", builder_lib.HELDOUT_PREFIX)
+  k = len(heldout)
+  assert k == max(1, round(0.1 * len(everything))) == (
+      with_heldout["examples"]["heldout"])
+  assert [e["input_ids"].tolist() for e in train + heldout] == [
+      e["input_ids"].tolist() for e in everything]
+  assert without["examples"]["train"] == len(everything)
+
+
+def test_heldout_fraction_zero_writes_no_heldout_shards(tokenizer, tmp_path):
+  corpus = _documents_corpus(tmp_path, 3)
+  manifest = _build(tokenizer, corpus, tmp_path / "out",
+                    blanks_separate_docs=False)
+  assert not glob.glob(str(tmp_path / "out" / builder_lib.HELDOUT_PREFIX) +
+                       "*")
+  assert manifest["heldout_unit"] is None
+  assert manifest["examples"]["heldout"] == 0
+
+
+def test_fewer_examples_than_shards_writes_fewer_shards(tokenizer, tmp_path):
+  corpus = _documents_corpus(tmp_path, 1, words_per_doc=60)
+  manifest = _build(tokenizer, corpus, tmp_path / "out", num_shards=8,
+                    blanks_separate_docs=False)
+  counts = _shard_counts(tmp_path / "out", builder_lib.TRAIN_PREFIX)
+  assert len(counts) == manifest["examples"]["train"] < 8
+  assert min(counts) == 1
+  assert manifest["notes"] and "of the 8 requested" in manifest["notes"][0]
+  assert not [n for n in os.listdir(tmp_path / "out") if n.startswith(".tmp")]
+
+
+def test_corpus_too_small_to_hold_out_is_exit_2(tmp_path, capsys):
+  corpus = _documents_corpus(tmp_path, 1, words_per_doc=10)
+  out = tmp_path / "out"
+  with pytest.raises(SystemExit) as exit_info:
+    run_main(builder_lib.main, [
+        "--corpus-dir", str(corpus), "--vocab-file", VOCAB,
+        "--output-dir", str(out), "--max-seq-length", "64",
+        "--heldout-fraction", "0.05", "--no-blanks-separate-docs"])
+  assert exit_info.value.code == 2
+  err = capsys.readouterr().err
+  assert "too few to hold out" in err and "--heldout-fraction 0" in err
+  assert not os.path.exists(out) or not os.listdir(out)

@@ -379,3 +379,19 @@ def test_special_ids_come_from_the_vocab(tmp_path):
     f.write("a\n[SEP]\n[PAD]\n[MASK]\n[UNK]\n[CLS]\n")
   ids = pretrain_data.read_special_ids(str(tmp_path / "vocab.txt"))
   assert ids == {"[SEP]": 1, "[PAD]": 2, "[MASK]": 3, "[CLS]": 5}
+
+
+def test_skip_examples_continues_the_stream_at_another_batch_size(tmp_path):
+  """Resuming at an example offset with a new batch gives the same examples
+  (and masks) an uninterrupted run would have read next."""
+  make_data(tmp_path)
+  straight = unbatch(pretrain_data.get_input_fn(make_config(tmp_path),
+                                                True)(), num_batches=6)
+  fn = pretrain_data.get_input_fn(
+      make_config(tmp_path, train_batch_size=4), True)
+  fn.skip_examples = 16
+  resumed = unbatch(fn(), num_batches=8)
+  assert len(resumed) == len(straight) - 16
+  for a, b in zip(straight[16:], resumed):
+    for name in a:
+      np.testing.assert_array_equal(a[name], b[name])

@@ -309,7 +309,8 @@ def _copy_data(data_dir, target):
 
 
 BAD_INPUTS = ("missing_data_dir", "no_shards", "vocab_size", "model_shape",
-              "unknown_hparam", "corrupt_shard", "garbled_shard")
+              "unknown_hparam", "corrupt_shard", "garbled_shard",
+              "empty_eval_glob", "eval_seq_length")
 
 
 @pytest.fixture(scope="module")
@@ -361,6 +362,18 @@ def bad_input_runs(data_dir, resume_runs, tmp_path_factory):
     f.write(bytes(data))
   cases["garbled_shard"] = (garbled, base, [path, "corrupt or truncated"])
 
+  # Checked at start-up: no training step is spent before these errors.
+  nowhere = os.path.join(str(root), "no_eval", "heldout*")
+  cases["empty_eval_glob"] = (str(data_dir), dict(
+      base, do_eval=True, eval_tfrecords=nowhere), [
+          nowhere, "eval_tfrecords", "--heldout-fraction"])
+  short = _copy_data(data_dir, root / "short_eval")
+  heldout = os.path.join(short, "pretrain_tfrecords",
+                         "heldout_data.tfrecord-00000-of-00001")
+  pretrain_fixtures.write_shard(heldout, 4, seq_len=16)
+  cases["eval_seq_length"] = (short, dict(base, do_eval=True), [
+      heldout, "16 values per example", "max_seq_length is 32"])
+
   assert sorted(cases) == sorted(BAD_INPUTS)
   model_name = lambda case: "straight" if case == "model_shape" else case
   procs = [_pretrain(d, model_name(case), hparams)
@@ -378,6 +391,12 @@ def test_bad_input_exits_2_with_one_clear_message(bad_input_runs, case):
           run.stderr.splitlines()].count(True) == 1, run
   for word in words:
     assert word in run.stderr, (word, run)
+  if case in ("empty_eval_glob", "eval_seq_length"):
+    assert "Training steps" not in run.stdout, run
+    model_dir = os.path.join(run.args[run.args.index("--data-dir") + 1],
+                             "models", case)
+    assert not tf.train.latest_checkpoint(os.path.join(model_dir,
+                                                       "checkpoints")), run
 
 
 def test_eval_every_evaluates_mid_training_and_traces_once(data_dir):
@@ -452,3 +471,29 @@ def test_init_checkpoint_of_another_shape_or_missing_is_a_clear_error(
   assert "other shapes" in bad_shape.stderr, bad_shape
   assert missing.returncode == 2, missing
   assert "nothing" in missing.stderr and "not found" in missing.stderr, missing
+
+
+def test_resume_with_another_train_batch_size_continues_the_stream(data_dir):
+  """A run resumed with a smaller batch restarts its data stream at the
+  example offset it had reached and trains to the end: no traceback."""
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4)
+  first = _finish(_pretrain(data_dir, "batch_change", hparams))
+  assert first.returncode == 0, first
+  smaller = dict(hparams, num_train_steps=8, train_batch_size=4)
+  second = _finish(_pretrain(data_dir, "batch_change", smaller))
+  assert second.returncode == 0, second
+  assert "Traceback" not in second.stderr, second
+  assert ("Resuming the data stream at example 32 (changed: train_batch_size "
+          "8 -> 4)") in second.stdout, second
+  assert "steps 4 -> 8" in second.stdout, second
+  latest = tf.train.latest_checkpoint(_checkpoint_dir(data_dir,
+                                                      "batch_change"))
+  assert latest.endswith("ckpt-8")
+  reader = tf.train.load_checkpoint(latest)
+  assert reader.get_tensor("examples_seen/.ATTRIBUTES/VARIABLE_VALUE") == (
+      4 * 8 + 4 * 4)
+  # Resumed again with the same batch, the saved iterator is used as is.
+  third = _finish(_pretrain(data_dir, "batch_change",
+                            dict(smaller, num_train_steps=10)))
+  assert third.returncode == 0, third
+  assert "Resuming the data stream" not in third.stdout, third

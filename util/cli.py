@@ -1,8 +1,26 @@
-"""Entry-point wrapper: user errors become a message and exit code 2."""
+"""Entry-point helpers: quiet TensorFlow start-up, user errors -> exit code 2."""
 
+import os
 import sys
 
 from util.errors import UserError
+
+
+def quiet_tensorflow_startup():
+  """Hides TensorFlow's C++ start-up log lines unless the user asked for them.
+
+  Call before TensorFlow is imported. With TF_CPP_MIN_LOG_LEVEL unset, INFO and
+  WARNING lines are hidden (level 2); on a machine without an NVIDIA driver,
+  ERROR lines too (level 3), since there the only one TensorFlow prints at
+  start-up is "failed call to cuInit", which reads like a failure but only
+  means "no GPU". Errors that matter still reach the user as Python
+  exceptions. Set TF_CPP_MIN_LOG_LEVEL=0 to see every log line.
+  """
+  if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    return
+  has_nvidia_driver = (os.path.exists("/proc/driver/nvidia") or
+                       not sys.platform.startswith("linux"))
+  os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2" if has_nvidia_driver else "3"
 
 
 def run_main(main, argv=None):

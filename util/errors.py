@@ -8,3 +8,12 @@ class UserError(Exception):
   """
 
   exit_code = 2
+
+
+class TrainingDivergedError(UserError):
+  """The loss became NaN or Inf (pre-training or fine-tuning): exit code 3.
+
+  Pre-training keeps the last good checkpoint; the message names it.
+  """
+
+  exit_code = 3

@@ -4,6 +4,8 @@ import json
 import os
 import tempfile
 
+from util.errors import UserError
+
 
 def write_bytes_atomic(path, data):
   """Writes `data` to `path` so readers see the old file or the new one, never half.
@@ -27,6 +29,19 @@ def write_bytes_atomic(path, data):
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
+
+
+def check_writable(directory):
+  """Creates `directory` if needed; a UserError if files cannot be made there."""
+  try:
+    os.makedirs(directory, exist_ok=True)
+    fd, probe = tempfile.mkstemp(prefix=".tmp-write-check-", dir=directory)
+    os.close(fd)
+    os.remove(probe)
+  except OSError as e:
+    raise UserError("cannot write to %s (%s); choose another --data-dir or "
+                    "--model-name, or fix its permissions." % (
+                        directory, e.strerror or e))
 
 
 def write_text_atomic(path, text):
