@@ -59,6 +59,10 @@ _RUN_FIELDS = dict(
                           "losses stay in float32.",
                           choices=("float32", "bfloat16", "float16")),
     jit_compile=Field(False, bool, "Compile the train step with XLA."),
+    initial_loss_scale=Field(32768.0, (float, int), "Initial dynamic loss "
+                             "scale under float16 (tf_keras' default 2^15); "
+                             "it halves on every step whose gradients "
+                             "overflow, and that step is skipped."),
     tpu_name=Field(None, (str, type(None)), "Cloud TPU name (strategy tpu)."),
     tpu_zone=Field(None, (str, type(None)), "Cloud TPU zone."),
     gcp_project=Field(None, (str, type(None)), "GCP project of the TPU."),
@@ -99,8 +103,9 @@ _PRETRAIN_FIELDS = dict(
                      "the end with do_eval)."),
     untied_generator_embeddings=Field(False, bool, "Give G its own "
                                       "embeddings."),
-    untied_mlm_output=Field(False, bool, "G's MLM head gets its own output "
-                            "embedding table (ELECTRA ties it to the input "
+    untied_mlm_output=Field(False, bool, "G's MLM head (and in HP modes the "
+                            "sampling head) gets its own output embedding "
+                            "table (ELECTRA ties it to the input "
                             "embeddings)."),
     untied_generator=Field(True, bool, "G is its own transformer (ELECTRA's "
                            "default); False shares D's weights."),
@@ -126,6 +131,9 @@ _PRETRAIN_FIELDS = dict(
                                 "while the sampling head trains."),
     disc_importance_weighting=Field(False, bool, "Weight D's loss at masked "
                                     "positions by p_G/p_S (ablation)."),
+    disc_importance_weight_clip=Field(10.0, (float, int), "Clip of the "
+                                      "self-normalised p_G/p_S weights of "
+                                      "disc_importance_weighting."),
     hp_dist_weight_clip=Field(10.0, (float, int), "HP-Dist: clip the "
                               "self-normalised importance weights here."),
     hp_loss_min_estimate=Field(1e-6, (float, int), "HP-Loss: clamp L^_D "
@@ -163,8 +171,14 @@ _FINETUNE_FIELDS = dict(
                           "(prefix, directory, or pre-training model dir); "
                           "default: the pre-trained model in model_dir; "
                           "\"none\": random initialisation."),
-    layerwise_lr_decay=Field(0.8, (float, int), "Layer-wise LR decay; top "
-                             "layer gets the base rate."),
+    layerwise_lr_decay=Field(0.8, (float, int), "Layer-wise LR decay d; "
+                             "see layerwise_lr_decay_rule."),
+    layerwise_lr_decay_rule=Field(
+        "default", str, "How d scales the encoder's rates (n layers): "
+        "\"default\" gives the top layer lr, layer i (0 = bottom) "
+        "lr * d^(n-1-i), the embeddings lr * d^n; \"electra\" reproduces "
+        "the TF1 ELECTRA code, every rate d^2 lower (top layer lr * d^2). "
+        "Task heads get lr under both.", choices=("default", "electra")),
     classifier_pooling=Field("cls", str, "Sentence (pair) tasks: what the "
                              "head reads: \"cls\" (ELECTRA: the [CLS] "
                              "state) or \"mean\" (the mean over real "
@@ -434,9 +448,11 @@ class PretrainingConfig(_Config):
     if self.temperature <= 0:
       raise ConfigError("hparam 'temperature' must be > 0, got %r." %
                         self.temperature)
-    if self.hp_dist_weight_clip <= 0 or self.hp_loss_min_estimate <= 0:
-      raise ConfigError("hparams 'hp_dist_weight_clip' and "
-                        "'hp_loss_min_estimate' must be > 0.")
+    for key in ("hp_dist_weight_clip", "disc_importance_weight_clip",
+                "hp_loss_min_estimate"):
+      if getattr(self, key) <= 0:
+        raise ConfigError("hparam %r must be > 0, got %r." %
+                          (key, getattr(self, key)))
     for key in ("generator_hidden_size", "generator_layers"):
       if not 0 < getattr(self, key) <= 1:
         raise ConfigError("hparam %r is a fraction of the discriminator and "

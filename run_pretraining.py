@@ -61,6 +61,10 @@ def main(argv=None):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from pretrain import pretrain_data
   from pretrain import trainer as trainer_lib
+  from util import distribution
+  # The strategy first: splitting the CPU and multi-worker collectives must
+  # be set up before any TensorFlow op runs.
+  strategy = distribution.get_strategy(config)
   # Everything a run reads or writes is checked before the model is built.
   pretrain_data.check_inputs(config)
   check_writable(config.model_dir)
@@ -69,7 +73,7 @@ def main(argv=None):
   def log(message):
     print(message, flush=True)
 
-  trainer = trainer_lib.PretrainingTrainer(config, log=log)
+  trainer = trainer_lib.PretrainingTrainer(config, log=log, strategy=strategy)
   if trainer.is_chief:
     log("Effective config saved to %s; set by hparams or the data: %s" % (
         config.save(), json.dumps(config.user_hparams, sort_keys=True)))

@@ -1,8 +1,9 @@
 """Times one pre-training step per sampling mode at ELECTRA-Small shapes.
 
 A full step: forward (generator, sampler, discriminator, losses), backward,
-AdamW with global-norm clipping (`model.optimization`), in one `tf.function`
-(`--jit` compiles it with XLA). Random batches come from the tests' fixture
+AdamW with global-norm clipping, in one `tf.function`: the training step of
+run_pretraining.py (`model.train_step.ReplicaTrainStep`; `--jit` compiles
+its forward/backward pass with XLA, as `jit_compile` does). Random batches come from the tests' fixture
 helper. All modes are built and warmed up first, then timed in interleaved
 rounds (mode A K steps, mode B K steps, ..., repeated), and each mode keeps
 its fastest round, so load drifting over the run hits all modes alike.
@@ -34,6 +35,7 @@ import tf_keras
 import configure
 from model import electra_pretraining
 from model import optimization
+from model import train_step as train_step_lib
 from model import sampling
 from tests import pretrain_fixtures
 from util.cli import run_main
@@ -102,17 +104,14 @@ class Runner(object):
         self.config.learning_rate, self.config.num_train_steps,
         self.config.num_warmup_steps, self.config.weight_decay_rate,
         self.config.adam_epsilon, self.config.lr_decay_power)
-    self.step = tf.function(self._step, jit_compile=args.jit)
+    replica_step = train_step_lib.ReplicaTrainStep(
+        self._loss, lambda: self.model.trainable_variables, self.optimizer,
+        self.config.clip_norm, jit_compile=args.jit)
+    self.step = tf.function(lambda features: replica_step(features)[0])
 
-  def _step(self, features):
-    with tf.GradientTape() as tape:
-      out = self.model(features, training=True,
-                       step=self.optimizer.iterations)
-    variables = self.model.trainable_variables
-    grads = tape.gradient(out["total_loss"], variables)
-    optimization.apply_clipped_gradients(self.optimizer, grads, variables,
-                                         self.config.clip_norm)
-    return out["total_loss"]
+  def _loss(self, features):
+    out = self.model(features, training=True, step=self.optimizer.iterations)
+    return out["total_loss"], out["total_loss"]
 
   def run(self, batches, steps):
     """Runs `steps` train steps; returns (wall, process CPU) seconds."""

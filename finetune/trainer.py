@@ -1,11 +1,12 @@
 """Fine-tunes one task for one trial: train, evaluate every epoch, keep the
 best checkpoint, predict.
 
-The train step runs inside `strategy.run` and applies gradients with the
-shared `model.optimization.apply_clipped_gradients` (all-reduce, then global
-norm clipping); AdamW with warmup, linear decay and layer-wise LR decay comes
+The train step is the one of pre-training, `model.train_step.ReplicaTrainStep`
+(forward/backward, optionally XLA-compiled, then all-reduce, global-norm
+clipping and apply), run inside `strategy.run`; AdamW with warmup, linear decay and layer-wise LR decay comes
 from `model.optimization.create_optimizer`. With float16 mixed precision the
-optimizer is wrapped in Keras's dynamic loss scaling.
+optimizer is wrapped in Keras's dynamic loss scaling, and a step whose
+gradients overflow is skipped and counted in the progress line.
 """
 
 import collections
@@ -24,6 +25,7 @@ from finetune import scorer as scorer_lib
 from finetune.model import FinetuningModel
 from model import checkpoints
 from model import optimization
+from model import train_step as train_step_lib
 from model.encoder import build_discriminator_encoder
 from util.errors import TrainingDivergedError
 from util.errors import UserError
@@ -131,7 +133,8 @@ class Trainer(object):
   def _make_optimizer(self, num_train_steps):
     config = self.config
     multipliers = layerwise_decay.layerwise_lr_multipliers(
-        self.model.encoder, config.layerwise_lr_decay)
+        self.model.encoder, config.layerwise_lr_decay,
+        rule=config.layerwise_lr_decay_rule)
     with self.strategy.scope():
       optimizer = optimization.create_optimizer(
           learning_rate=config.learning_rate, num_train_steps=num_train_steps,
@@ -140,38 +143,37 @@ class Trainer(object):
           epsilon=config.adam_epsilon, lr_multipliers=multipliers)
       schedule = optimizer.learning_rate
       if config.mixed_precision == "float16":
-        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
+            optimizer, initial_scale=config.initial_loss_scale)
     return optimizer, schedule
 
   def _make_train_loop(self, optimizer, global_batch_size):
     model, task, strategy = self.model, self.task, self.strategy
-    clip_norm = self.config.clip_norm
-    loss_scaling = isinstance(optimizer,
-                              tf_keras.mixed_precision.LossScaleOptimizer)
 
-    @tf.function(jit_compile=self.config.jit_compile)
-    def replica_step(features):
-      with tf.GradientTape() as tape:
-        outputs = model(features, training=True)
-        losses = tf.cast(task.compute_losses(outputs, features), tf.float32)
-        loss = tf.reduce_sum(losses) / global_batch_size
-        scaled = optimizer.get_scaled_loss(loss) if loss_scaling else loss
-      variables = model.trainable_variables
-      grads = tape.gradient(scaled, variables)
-      if loss_scaling:
-        grads = optimizer.get_unscaled_gradients(grads)
-      optimization.apply_clipped_gradients(optimizer, grads, variables,
-                                           clip_norm)
-      return loss
+    def loss_fn(features):
+      outputs = model(features, training=True)
+      losses = tf.cast(task.compute_losses(outputs, features), tf.float32)
+      loss = tf.reduce_sum(losses) / global_batch_size
+      return loss, loss
+
+    replica_step = train_step_lib.ReplicaTrainStep(
+        loss_fn, lambda: model.trainable_variables, optimizer,
+        self.config.clip_norm, jit_compile=self.config.jit_compile)
+
+    def step_fn(features):
+      loss, _, skipped = replica_step(features)
+      return loss, skipped / strategy.num_replicas_in_sync
 
     @tf.function
     def train_loop(iterator, num_steps):
-      total = tf.constant(0.0)
+      """(mean loss over the steps, steps skipped by loss scaling)."""
+      total, skipped = tf.constant(0.0), tf.constant(0.0)
       for _ in tf.range(num_steps):
-        per_replica = strategy.run(replica_step, args=(next(iterator),))
-        total += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
-                                 axis=None)
-      return total / tf.cast(num_steps, tf.float32)
+        loss, skip = strategy.run(step_fn, args=(next(iterator),))
+        total += strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        skipped += strategy.reduce(tf.distribute.ReduceOp.SUM, skip,
+                                   axis=None)
+      return total / tf.cast(num_steps, tf.float32), skipped
 
     return train_loop
 
@@ -204,12 +206,15 @@ class Trainer(object):
                  int(config.warmup_proportion * num_steps),
                  ", ".join(str(s) for s in eval_steps)))
     history, losses, best = [], [], None
+    skipped_steps = 0
     step, train_seconds, eval_seconds = 0, 0.0, []
     for eval_step in eval_steps:
       while step < eval_step:
         chunk = min(config.log_every, eval_step - step)
         start = time.time()
-        loss = float(train_loop(iterator, tf.constant(chunk, tf.int32)))
+        loss, skipped = train_loop(iterator, tf.constant(chunk, tf.int32))
+        loss, skipped_steps = float(loss), skipped_steps + int(round(
+            float(skipped)))
         train_seconds += time.time() - start
         step += chunk
         losses.append((step, loss))
@@ -227,7 +232,9 @@ class Trainer(object):
         self.log("step %d/%d (epoch %.2f) loss %.4f lr %.3g, %.1f steps/s, "
                  "ETA %s" % (step, num_steps, step * batch / float(n), loss,
                              float(schedule(step)), rate,
-                             format_duration(eta)))
+                             format_duration(eta)) +
+                 (" | %d steps skipped by loss scaling" % skipped_steps
+                  if skipped_steps else ""))
       entry = dict(step=step, epoch=round(step * batch / float(n), 4),
                    loss=losses[-1][1])
       if eval_data:

@@ -53,19 +53,24 @@ class ElectraPretrainingModel(tf_keras.Model):
     features: dict from pretrain/pretrain_data.py: `input_ids`, `input_mask`,
       `segment_ids`, `masked_input_ids` [batch, seq_len] int32;
       `masked_lm_positions`, `masked_lm_ids` [batch, P] int32;
-      `masked_lm_weights` [batch, P] float32; `sample_seed` [batch, 2] int32.
+      `masked_lm_weights` [batch, P] float32; `sample_seed` [batch, 2] int32;
+      optionally `loss_denominators` (`losses.loss_denominators`), else
+      they are all-reduced inside the call.
     step: the global step (scalar); before `sampling_warmup_steps` the draw
       comes from p_G while the sampling head already trains.
     sampler: overrides `config.sampling` for the draw (analyses: "mlm" draws
       from p_G on the same batch).
-  Returns a dict of float32 tensors: `total_loss`, `mlm_loss`, `disc_loss`,
-    `sampling_loss` (replica shares of global means); per position [batch, P]:
-    `mlm_loss_per_pos`, `masked_lm_preds`, `gen_max_prob`, `sampled_tokens`,
+  Returns a dict of float32 tensors: `total_loss`, `mlm_loss` (the objective
+    L_MLM, focal when focal_gamma > 0), `disc_loss`, `sampling_loss`
+    (replica shares of global means); per position [batch, P]:
+    `mlm_loss_per_pos` (the plain cross-entropy -log p_G(x_t), whatever the
+    gamma, so that runs compare), `mlm_focal_loss_per_pos` (the focal loss
+    `mlm_loss` averages), `masked_lm_preds`, `gen_max_prob`, `sampled_tokens`,
     `est_disc_loss`, `actual_disc_loss`, `sample_log_prob`, `generator_log_prob`;
     per token [batch, seq_len]: `disc_logits`, `disc_probs`, `disc_labels`,
     `disc_loss_per_token`, `masked_position_mask`. With `electra_objective`
     false (plain MLM) only `total_loss`, `mlm_loss`, `mlm_loss_per_pos`,
-    `masked_lm_preds` and `gen_max_prob`.
+    `mlm_focal_loss_per_pos`, `masked_lm_preds` and `gen_max_prob`.
   """
 
   def __init__(self, config, **kwargs):
@@ -101,6 +106,14 @@ class ElectraPretrainingModel(tf_keras.Model):
         tie_output_embeddings=not config.untied_mlm_output, name="generator")
 
   @property
+  def needs_cross_replica_sums(self):
+    """Whether the forward pass all-reduces values it computes itself (the
+    self-normalised importance weights), beyond `loss_denominators`."""
+    return (self.config.electra_objective and
+            (self.config.sampling == "hp_dist" or
+             self.config.disc_importance_weighting))
+
+  @property
   def learns_sampler(self):
     return self.config.sampling in ("hp_loss", "hp_dist")
 
@@ -118,14 +131,19 @@ class ElectraPretrainingModel(tf_keras.Model):
     labels = features["masked_lm_ids"]
     weights = tf.cast(features["masked_lm_weights"], tf.float32)
     input_mask = features["input_mask"]
+    denominators = features.get(losses.DENOMINATORS_KEY) or (
+        losses.loss_denominators(features))
 
     gen_out = self.generator(features, training=training)
     mlm_logits = gen_out["mlm_logits"]
-    mlm_loss_per_pos = losses.focal_mlm_loss(mlm_logits, labels,
-                                             c.focal_gamma)
-    mlm_loss = losses.replica_mean(mlm_loss_per_pos, weights)
+    true_log_prob = losses.true_token_log_prob(mlm_logits, labels)
+    mlm_focal_per_pos = losses.focal_loss_from_log_prob(true_log_prob,
+                                                        c.focal_gamma)
+    mlm_loss = losses.replica_mean(mlm_focal_per_pos, weights,
+                                   denominators["masked"])
     log_pg = sampling.generator_log_probs(mlm_logits, c.temperature)
-    out = dict(mlm_loss_per_pos=mlm_loss_per_pos, mlm_loss=mlm_loss,
+    out = dict(mlm_loss_per_pos=-true_log_prob,
+               mlm_focal_loss_per_pos=mlm_focal_per_pos, mlm_loss=mlm_loss,
                masked_lm_preds=tf.argmax(mlm_logits, -1,
                                          output_type=tf.int32),
                gen_max_prob=tf.exp(tf.reduce_max(log_pg, axis=-1)))
@@ -160,12 +178,16 @@ class ElectraPretrainingModel(tf_keras.Model):
     masked_position_mask = self._masked_position_mask(positions, weights,
                                                       tf.shape(input_mask))
     token_weights = tf.cast(input_mask, tf.float32)
+    token_denominator = denominators["tokens"]
     if c.disc_importance_weighting:
-      ratio = losses.self_normalised_ratio(generator_log_prob,
-                                           sample_log_prob, weights)
+      ratio = losses.disc_importance_weights(
+          generator_log_prob, sample_log_prob, weights,
+          c.disc_importance_weight_clip)
       token_weights = sampling.scatter_at_positions(
           token_weights, positions, ratio, weights)
-    disc_loss = losses.replica_mean(disc_loss_per_token, token_weights)
+      token_denominator = None  # Depends on the weights: all-reduced here.
+    disc_loss = losses.replica_mean(disc_loss_per_token, token_weights,
+                                    token_denominator)
     disc_logits_masked = tf.gather(disc_logits, positions, batch_dims=1)
     actual_disc_loss = tf.gather(disc_loss_per_token, positions, batch_dims=1)
 
@@ -191,7 +213,8 @@ class ElectraPretrainingModel(tf_keras.Model):
         per_pos = losses.hp_dist_sampling_loss(log_ps, iw)
         # p_S / p_G is proportional to the estimated L_D (METHOD.md 6.2).
         est_disc_loss = tf.exp(log_ps - generator_log_prob)
-      sampling_loss = losses.replica_mean(per_pos, weights)
+      sampling_loss = losses.replica_mean(per_pos, weights,
+                                          denominators["masked"])
       est_disc_loss = tf.stop_gradient(est_disc_loss)
 
     total = (c.gen_weight * mlm_loss + c.disc_weight * disc_loss +

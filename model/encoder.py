@@ -17,14 +17,10 @@ import tf_keras
 from official.modeling import tf_utils
 from official.nlp.modeling import layers as nlp_layers
 
+from model.initializers import truncated_normal
+
 # Added to the attention logits of padding keys; large but finite in float32.
 _NEG_INF = -1e9
-
-
-def _initializer(initializer_range):
-  # A new instance per layer: an unseeded tf_keras initializer reused by
-  # several layers gives them the same initial values.
-  return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
 
 
 class ElectraEmbeddings(tf_keras.layers.Layer):
@@ -47,14 +43,14 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
                         initializer_range=initializer_range)
     self.word_embeddings = nlp_layers.OnDeviceEmbedding(
         vocab_size, embedding_size,
-        initializer=_initializer(initializer_range), name="word_embeddings")
+        initializer=truncated_normal(initializer_range), name="word_embeddings")
     self.position_embeddings = nlp_layers.PositionEmbedding(
         max_length=max_position_embeddings,
-        initializer=_initializer(initializer_range),
+        initializer=truncated_normal(initializer_range),
         name="position_embeddings")
     self.type_embeddings = nlp_layers.OnDeviceEmbedding(
         type_vocab_size, embedding_size,
-        initializer=_initializer(initializer_range), use_one_hot=True,
+        initializer=truncated_normal(initializer_range), use_one_hot=True,
         name="type_embeddings")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype=tf.float32, name="layer_norm")
@@ -129,7 +125,7 @@ class ElectraEncoder(tf_keras.Model):
     self.embedding_projection = None
     if embeddings._config["embedding_size"] != hidden_size:
       self.embedding_projection = tf_keras.layers.Dense(
-          hidden_size, kernel_initializer=_initializer(initializer_range),
+          hidden_size, kernel_initializer=truncated_normal(initializer_range),
           name="embedding_projection")
     self.relative_position_bias = None
     if relative_position:
@@ -137,7 +133,7 @@ class ElectraEncoder(tf_keras.Model):
           num_heads=num_attention_heads,
           relative_attention_num_buckets=relative_num_buckets,
           relative_attention_max_distance=relative_max_distance,
-          embeddings_initializer=_initializer(initializer_range),
+          embeddings_initializer=truncated_normal(initializer_range),
           dtype=tf.float32,
           name="relative_position_bias")
     self.transformer_layers = [
@@ -148,7 +144,7 @@ class ElectraEncoder(tf_keras.Model):
             attention_cls=BiasedSelfAttention,
             dropout_rate=hidden_dropout_prob,
             attention_dropout_rate=attention_probs_dropout_prob,
-            kernel_initializer=_initializer(initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             name="layer_%d" % i)
         for i in range(num_hidden_layers)]
 

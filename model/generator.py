@@ -3,8 +3,11 @@
 `MaskedLMGenerator` is ELECTRA's generator: an encoder over the masked input
 and the MLM head at the masked positions (tied to the input embeddings unless
 `tie_output_embeddings` is false). `HardnessPredictionGenerator`
-adds the sampling head of METHOD.md section 3: same body, same tied embedding
-table, its own prediction layer, giving one score u_t(v) per vocabulary entry.
+adds the sampling head of METHOD.md section 3: same body, its own prediction
+layer, giving one score u_t(v) per vocabulary entry. Both heads follow
+`tie_output_embeddings`: tied, both read the input embedding table; untied,
+each owns its output table, so neither loss's push on every vocabulary entry
+moves the input embeddings.
 """
 
 import tensorflow as tf
@@ -30,11 +33,17 @@ class MaskedLMGenerator(tf_keras.Model):
                initializer_range=0.02, tie_output_embeddings=True, **kwargs):
     super(MaskedLMGenerator, self).__init__(**kwargs)
     self.encoder = encoder
-    self.mlm_head = heads.VocabularyHead(
-        embedding_size, vocab_size, hidden_act, initializer_range,
-        tied=tie_output_embeddings, name="mlm_head")
     self._head_args = (embedding_size, vocab_size, hidden_act,
                        initializer_range, tie_output_embeddings)
+    self.mlm_head = self._vocabulary_head("mlm_head")
+
+  def _vocabulary_head(self, name):
+    """A `VocabularyHead` of this generator's sizes and tying."""
+    (embedding_size, vocab_size, hidden_act, initializer_range,
+     tie_output_embeddings) = self._head_args
+    return heads.VocabularyHead(embedding_size, vocab_size, hidden_act,
+                                initializer_range,
+                                tied=tie_output_embeddings, name=name)
 
   def masked_hidden(self, inputs, training=None):
     hidden = self.encoder(
@@ -69,9 +78,7 @@ class HardnessPredictionGenerator(MaskedLMGenerator):
     super(HardnessPredictionGenerator, self).__init__(
         encoder, embedding_size, vocab_size, hidden_act, initializer_range,
         tie_output_embeddings, **kwargs)
-    self.sampling_head = heads.VocabularyHead(
-        embedding_size, vocab_size, hidden_act, initializer_range,
-        name="sampling_head")
+    self.sampling_head = self._vocabulary_head("sampling_head")
 
   def call(self, inputs, training=None):
     hidden = self.masked_hidden(inputs, training=training)

@@ -5,21 +5,18 @@ import tensorflow as tf
 import tf_keras
 from official.modeling import tf_utils
 
-
-def _initializer(initializer_range):
-  # A new instance per layer: an unseeded tf_keras initializer reused by
-  # several layers gives them the same initial values.
-  return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
+from model.initializers import truncated_normal
 
 
 class VocabularyHead(tf_keras.layers.Layer):
   """dense(embedding_size, act) -> LayerNorm -> h E^T + b, logits in float32.
 
   ELECTRA's MLM head; the sampling head is a second instance (own dense,
-  LayerNorm and bias) over the same table. With `tied` (ELECTRA) E is the
-  input embedding table passed to `call`; otherwise the head owns its output
-  table `output_embeddings`, so the softmax's push on every non-target entry
-  does not move the input embeddings of tokens that are rarely seen.
+  LayerNorm and bias), tied or untied as the MLM head. With `tied` (ELECTRA)
+  E is the input embedding table passed to `call`; otherwise the head owns
+  its output table `output_embeddings`, so the softmax's push on every
+  non-target entry does not move the input embeddings of tokens that are
+  rarely seen.
 
   Inputs: hidden [batch, num_predictions, hidden] (compute dtype) and, when
     tied, `embedding_table` [vocab_size, embedding_size].
@@ -34,7 +31,8 @@ class VocabularyHead(tf_keras.layers.Layer):
                         initializer_range=initializer_range, tied=tied)
     self.dense = tf_keras.layers.Dense(
         embedding_size, activation=tf_utils.get_activation(hidden_act),
-        kernel_initializer=_initializer(initializer_range), name="transform")
+        kernel_initializer=truncated_normal(initializer_range),
+        name="transform")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype=tf.float32, name="layer_norm")
     # autocast=False: under a mixed policy the bias is still read in float32,
@@ -46,7 +44,7 @@ class VocabularyHead(tf_keras.layers.Layer):
     if not tied:
       self.output_embeddings = self.add_weight(
           "output_embeddings", shape=[vocab_size, embedding_size],
-          initializer=_initializer(initializer_range), dtype=tf.float32,
+          initializer=truncated_normal(initializer_range), dtype=tf.float32,
           autocast=False)
 
   def call(self, hidden, embedding_table=None):
@@ -79,9 +77,10 @@ class ReplacedTokenHead(tf_keras.layers.Layer):
                         initializer_range=initializer_range)
     self.dense = tf_keras.layers.Dense(
         hidden_size, activation=tf_utils.get_activation(hidden_act),
-        kernel_initializer=_initializer(initializer_range), name="transform")
+        kernel_initializer=truncated_normal(initializer_range),
+        name="transform")
     self.logit = tf_keras.layers.Dense(
-        1, kernel_initializer=_initializer(initializer_range), name="logit")
+        1, kernel_initializer=truncated_normal(initializer_range), name="logit")
 
   def call(self, hidden):
     return tf.cast(tf.squeeze(self.logit(self.dense(hidden)), -1), tf.float32)

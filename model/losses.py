@@ -18,11 +18,57 @@ def global_sum(x):
   return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
 
 
-def replica_mean(values, weights):
-  """This replica's share of sum(values * weights) / global sum(weights)."""
+def replica_mean(values, weights, global_weight=None):
+  """This replica's share of sum(values * weights) / global sum(weights).
+
+  `global_weight`, when given, is that global sum, taken beforehand (see
+  `loss_denominators`); else it is all-reduced here.
+  """
   weights = tf.cast(weights, tf.float32)
-  denominator = tf.maximum(global_sum(weights), 1e-6)
+  if global_weight is None:
+    global_weight = global_sum(weights)
+  denominator = tf.maximum(global_weight, 1e-6)
   return tf.reduce_sum(tf.cast(values, tf.float32) * weights) / denominator
+
+
+# Key of `loss_denominators` in a features dict.
+DENOMINATORS_KEY = "loss_denominators"
+
+
+def loss_denominators(features):
+  """The global sums that the losses divide by, from the features alone.
+
+  {"masked": sum of masked_lm_weights, "tokens": sum of input_mask} over the
+  global batch (float32 scalars). The train step takes them before its
+  XLA-compiled forward/backward pass and passes them in under
+  DENOMINATORS_KEY, since an all-reduce inside a compiled pass is refused by
+  MirroredStrategy on CPUs.
+  """
+  return {"masked": global_sum(features["masked_lm_weights"]),
+          "tokens": global_sum(features["input_mask"])}
+
+
+def true_token_log_prob(mlm_logits, labels):
+  """log p_G(x_t | c_t) of the true token, per position.
+
+  Args: mlm_logits [batch, P, vocab] generator logits; labels [batch, P]
+  int32 true token ids. Returns [batch, P] float32; its negation is the
+  MLM cross-entropy.
+  """
+  log_probs = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
+  return tf.gather(log_probs, labels, batch_dims=2)
+
+
+def focal_loss_from_log_prob(log_p, gamma):
+  """Focal loss -(1 - p)^gamma log p from log p [batch, P]; gamma 0 gives
+  exactly the cross-entropy. The modulating factor is differentiated."""
+  if gamma == 0:
+    return -log_p
+  # d(1 - p)^gamma / dp is infinite at p = 1 (float32 rounds a confident p to
+  # exactly 1) for gamma < 1, and inf * log(1) gives a NaN gradient; the floor
+  # keeps it finite (the loss there is 0 either way).
+  one_minus_p = tf.maximum(-tf.math.expm1(log_p), 1e-12)
+  return -tf.pow(one_minus_p, gamma) * log_p
 
 
 def focal_mlm_loss(mlm_logits, labels, gamma):
@@ -34,15 +80,8 @@ def focal_mlm_loss(mlm_logits, labels, gamma):
     gamma: focal gamma; 0 gives exactly the cross-entropy.
   Returns: [batch, P] float32. The modulating factor is differentiated.
   """
-  log_probs = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
-  log_p = tf.gather(log_probs, labels, batch_dims=2)
-  if gamma == 0:
-    return -log_p
-  # d(1 - p)^gamma / dp is infinite at p = 1 (float32 rounds a confident p to
-  # exactly 1) for gamma < 1, and inf * log(1) gives a NaN gradient; the floor
-  # keeps it finite (the loss there is 0 either way).
-  one_minus_p = tf.maximum(-tf.math.expm1(log_p), 1e-12)
-  return -tf.pow(one_minus_p, gamma) * log_p
+  return focal_loss_from_log_prob(true_token_log_prob(mlm_logits, labels),
+                                  gamma)
 
 
 def discriminator_loss(disc_logits, labels):
@@ -71,19 +110,29 @@ def hp_loss_sampling_loss(scores_at_sampled, disc_logits_at_masked):
                                                  logits=scores_at_sampled)
 
 
-def hp_dist_weights(log_pg_at_sampled, log_ps_at_sampled, disc_loss_at_masked,
-                    weights, clip):
-  """Importance weights of HP-Dist, self-normalised over the global batch.
+def self_normalise_and_clip(raw, weights, clip):
+  """Importance weights divided by their global mean, then clipped.
 
-  w_t = p_G(x'_t) L_D(x'_t) / p_sample(x'_t), divided by its mean over the
-  masked positions of the global batch and clipped at `clip`. All inputs are
-  [batch, P]; `weights` marks real predictions. Returns stop-gradient [batch,
-  P] float32.
+  raw [batch, P] holds non-negative unnormalised weights; `weights` [batch,
+  P] marks real predictions (padding gets 0). The mean is over the real
+  positions of the global batch. The clip bounds the share of any one
+  position: a p_sample far below p_G (down to `hp_loss_min_estimate` of it)
+  would otherwise let one token dominate. Returns stop-gradient [batch, P]
+  float32.
   """
-  raw = tf.exp(log_pg_at_sampled - log_ps_at_sampled) * disc_loss_at_masked
-  raw = tf.stop_gradient(raw * tf.cast(weights, tf.float32))
+  weights = tf.cast(weights, tf.float32)
+  raw = tf.stop_gradient(tf.cast(raw, tf.float32) * weights)
   mean = global_sum(raw) / tf.maximum(global_sum(weights), 1e-6)
   return tf.stop_gradient(tf.minimum(raw / tf.maximum(mean, 1e-12), clip))
+
+
+def hp_dist_weights(log_pg_at_sampled, log_ps_at_sampled, disc_loss_at_masked,
+                    weights, clip):
+  """Importance weights of HP-Dist: w_t = p_G(x'_t) L_D(x'_t) / p_sample(x'_t),
+  self-normalised and clipped (`self_normalise_and_clip`). Inputs [batch, P].
+  """
+  raw = tf.exp(log_pg_at_sampled - log_ps_at_sampled) * disc_loss_at_masked
+  return self_normalise_and_clip(raw, weights, clip)
 
 
 def hp_dist_sampling_loss(log_ps_at_sampled, importance_weights):
@@ -94,12 +143,10 @@ def hp_dist_sampling_loss(log_ps_at_sampled, importance_weights):
   return -tf.stop_gradient(importance_weights) * log_ps_at_sampled
 
 
-def self_normalised_ratio(log_numerator, log_denominator, weights):
-  """exp(log_num - log_den) / its mean over the global batch (stop-gradient).
-
-  Used by `disc_importance_weighting` (p_G / p_S at the placed tokens).
+def disc_importance_weights(log_pg_at_sampled, log_ps_at_sampled, weights,
+                            clip):
+  """p_G(x'_t) / p_sample(x'_t), self-normalised and clipped
+  (`self_normalise_and_clip`): `disc_importance_weighting`. Inputs [batch, P].
   """
-  weights = tf.cast(weights, tf.float32)
-  ratio = tf.stop_gradient(tf.exp(log_numerator - log_denominator) * weights)
-  mean = global_sum(ratio) / tf.maximum(global_sum(weights), 1e-6)
-  return ratio / tf.maximum(mean, 1e-12)
+  return self_normalise_and_clip(
+      tf.exp(log_pg_at_sampled - log_ps_at_sampled), weights, clip)

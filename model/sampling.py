@@ -2,7 +2,8 @@
 
 Everything here runs in float32 and outside the gradient (the draw is not
 differentiated). Distributions are kept as log-probabilities over the
-vocabulary, [batch, P, vocab].
+vocabulary, [batch, P, vocab]. The Gumbel noise is counter-based (SplitMix64
+keyed per example), drawn for the whole batch at once.
 
 Samplers (config `sampling`):
   * "mlm": ELECTRA, p_G = softmax(mlm_logits / temperature).
@@ -66,17 +67,60 @@ def forbid_original(log_probs, original_ids):
   return tf.nn.log_softmax(tf.where(is_original, _NEG, log_probs), axis=-1)
 
 
+# SplitMix64 (Steele, Lea and Flood 2014): the golden-ratio increment of its
+# counter and the two multipliers of its output mix.
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+_ONE_BITS = 0x3F800000  # float32 1.0
+
+
+def _u64(value):
+  return tf.constant(value, tf.uint64)
+
+
+def _mix64(z):
+  """SplitMix64's output function: a bijection of uint64 (any shape)."""
+  xor, shift = tf.bitwise.bitwise_xor, tf.bitwise.right_shift
+  z = xor(z, shift(z, _u64(30))) * _u64(_MIX[0])
+  z = xor(z, shift(z, _u64(27))) * _u64(_MIX[1])
+  return xor(z, shift(z, _u64(31)))
+
+
+def _example_keys(seeds):
+  """[batch] uint64 keys from [batch, 2] int32/int64 seed pairs."""
+  s = tf.bitcast(tf.cast(seeds, tf.int64), tf.uint64)
+  return _mix64(_mix64(s[:, 0] + _u64(_GOLDEN)) + s[:, 1])
+
+
 def per_example_uniform(seeds, shape):
   """U(0, 1) noise of `shape` per example from stateless seeds.
 
+  Counter-based, so the whole batch is one vectorised computation: word i
+  of example b is mix64(key_b + (i + 1) * golden) (SplitMix64 from a key
+  hashed from b's seed), and each 32-bit half of a word gives one uniform
+  k 2^-23 + 2^-24 from its top 23 bits (the midpoints of 2^23 bins, so
+  never 0 or 1).
+
   Args: seeds [batch, 2] int32/int64, one seed pair per example; shape the
   per-example shape. Returns [batch] + shape float32. An example's noise
-  depends on its seed only, not on the batch or the replica it lands on.
+  depends on its seed only, not on the batch or the replica it lands on,
+  and is the same with and without XLA.
   """
-  def one(seed):
-    return tf.random.stateless_uniform(shape, seed=seed,
-                                       minval=1e-20, maxval=1.0)
-  return tf.map_fn(one, seeds, fn_output_signature=tf.float32)
+  size = tf.cast(tf.reduce_prod(shape), tf.int64)
+  counters = tf.bitcast(tf.range(1, (size + 1) // 2 + 1), tf.uint64)
+  words = _mix64(_example_keys(seeds)[:, tf.newaxis] +
+                 counters * _u64(_GOLDEN))
+  # [batch, words, 2], low half first (every platform TF runs on is
+  # little-endian). The top 23 bits as the mantissa of a float in [1, 2):
+  # 1 + k 2^-23, minus (1 - 2^-24), exactly (Sterbenz), with the fewest
+  # passes over the [batch, P * vocab] noise.
+  halves = tf.bitcast(words, tf.uint32)
+  one_plus = tf.bitcast(tf.bitwise.bitwise_or(
+      tf.bitwise.right_shift(halves, 9), _ONE_BITS), tf.float32)
+  uniform = one_plus - (1.0 - 2.0**-24)
+  batch = tf.shape(seeds)[:1]
+  flat = tf.reshape(uniform, tf.concat([batch, [-1]], 0))[:, :size]
+  return tf.reshape(flat, tf.concat([batch, shape], 0))
 
 
 def gumbel_max_sample(log_probs, seeds):
@@ -86,8 +130,9 @@ def gumbel_max_sample(log_probs, seeds):
   Returns sampled ids [batch, P] int32.
   """
   shape = tf.shape(log_probs)[1:]
-  gumbel = -tf.math.log(-tf.math.log(per_example_uniform(seeds, shape)))
-  return tf.argmax(log_probs + gumbel, axis=-1, output_type=tf.int32)
+  # log p + Gumbel noise, with Gumbel = -log(-log u).
+  neg_gumbel = tf.math.log(-tf.math.log(per_example_uniform(seeds, shape)))
+  return tf.argmax(log_probs - neg_gumbel, axis=-1, output_type=tf.int32)
 
 
 def gather_vocab(values, ids):

@@ -8,7 +8,8 @@ sequence, L sequence length):
   masked-LM positions [B, P] (need `masked_lm_weights`, 1 real / 0 padding):
     masked_lm_preds     int    argmax_v p_G(v) at the masked position
     masked_lm_ids       int    true token x_t
-    mlm_loss_per_pos    float  per-position MLM cross-entropy
+    mlm_loss_per_pos    float  MLM cross-entropy -log p_G(x_t), any gamma
+    mlm_focal_loss_per_pos float  focal MLM loss (runs with focal_gamma > 0)
     gen_max_prob        float  max_v p_G(v)
     sampled_tokens      int    replacement x'_t put at the position
     est_disc_loss       float  estimated L^_D(x'_t) (HP modes; for HP-Dist any
@@ -46,17 +47,17 @@ NUM_HIST_BINS = 10
 HIST_EDGES = np.linspace(0.0, 1.0, NUM_HIST_BINS + 1)
 
 _PRED_KEYS = ("masked_lm_preds", "masked_lm_ids", "masked_lm_weights",
-              "mlm_loss_per_pos", "gen_max_prob", "sampled_tokens",
-              "est_disc_loss", "actual_disc_loss")
+              "mlm_loss_per_pos", "mlm_focal_loss_per_pos", "gen_max_prob",
+              "sampled_tokens", "est_disc_loss", "actual_disc_loss")
 _TOKEN_KEYS = ("disc_probs", "disc_labels", "input_mask", "disc_loss_per_token",
                "masked_position_mask", "disc_correct_pG", "disc_correct_pS")
 KNOWN_KEYS = frozenset(_PRED_KEYS + _TOKEN_KEYS)
 
 # Row order of the text outputs; other keys follow alphabetically.
 MAIN_METRICS = (
-    "masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
-    "replacement_rate", "disc_loss", "disc_auc", "disc_accuracy",
-    "disc_precision", "disc_recall", "disc_accuracy_masked",
+    "masked_lm_accuracy", "masked_lm_loss", "masked_lm_focal_loss",
+    "sampled_masked_lm_accuracy", "replacement_rate", "disc_loss", "disc_auc",
+    "disc_accuracy", "disc_precision", "disc_recall", "disc_accuracy_masked",
     "estimator_pearson", "estimator_spearman",
     "disc_accuracy_pG_all", "disc_accuracy_pS_all",
     "disc_accuracy_pG_masked", "disc_accuracy_pS_masked",
@@ -65,9 +66,9 @@ MAIN_METRICS = (
 
 # Metrics that are a weighted mean sum(w * value) / sum(w).
 _MEAN_METRICS = (
-    "masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
-    "disc_accuracy", "disc_accuracy_masked", "disc_loss",
-    "disc_accuracy_pG_all", "disc_accuracy_pG_masked",
+    "masked_lm_accuracy", "masked_lm_loss", "masked_lm_focal_loss",
+    "sampled_masked_lm_accuracy", "disc_accuracy", "disc_accuracy_masked",
+    "disc_loss", "disc_accuracy_pG_all", "disc_accuracy_pG_masked",
     "disc_accuracy_pS_all", "disc_accuracy_pS_masked")
 
 
@@ -176,6 +177,8 @@ class PretrainEvalAccumulator(object):
       self._mean("masked_lm_accuracy", b["masked_lm_preds"] == b["masked_lm_ids"], w)
     if "mlm_loss_per_pos" in b:
       self._mean("masked_lm_loss", b["mlm_loss_per_pos"], w)
+    if "mlm_focal_loss_per_pos" in b:
+      self._mean("masked_lm_focal_loss", b["mlm_focal_loss_per_pos"], w)
     if "sampled_tokens" in b:
       self._mean("sampled_masked_lm_accuracy", b["sampled_tokens"] == b["masked_lm_ids"], w)
     if "gen_max_prob" in b:

@@ -15,10 +15,13 @@ import tensorflow as tf
 from pretrain import eval_metrics
 from pretrain import pretrain_data
 
-# Model outputs and features the accumulator reads.
+# Model outputs and features the accumulator reads. `mlm_loss_per_pos` is
+# the cross-entropy for every focal_gamma (`masked_lm_loss`, comparable
+# across runs); runs with focal_gamma > 0 also report their focal loss.
 _OUTPUT_KEYS = ("masked_lm_preds", "mlm_loss_per_pos", "gen_max_prob",
                 "sampled_tokens", "disc_probs", "disc_labels",
                 "disc_loss_per_token", "masked_position_mask")
+_FOCAL_KEY = "mlm_focal_loss_per_pos"
 _FEATURE_KEYS = ("masked_lm_ids", "masked_lm_weights", "input_mask")
 
 
@@ -30,10 +33,11 @@ def _disc_correct(out):
 def make_eval_step(config, model, strategy):
   """A `tf.function` running one eval batch; build once and reuse it."""
   learns_sampler = config.sampling in ("hp_loss", "hp_dist")
+  output_keys = _OUTPUT_KEYS + ((_FOCAL_KEY,) if config.focal_gamma else ())
 
   def replica_fn(features):
     out = model(features, training=False, sampler=config.sampling)
-    batch = {k: out[k] for k in _OUTPUT_KEYS if k in out}
+    batch = {k: out[k] for k in output_keys if k in out}
     batch.update({k: features[k] for k in _FEATURE_KEYS})
     if "disc_probs" not in out:
       return batch

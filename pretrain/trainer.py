@@ -26,7 +26,9 @@ import tensorflow as tf
 import tf_keras
 
 from model import checkpoints as checkpoints_lib
+from model import losses
 from model import optimization
+from model import train_step as train_step_lib
 from model.electra_pretraining import ElectraPretrainingModel
 from pretrain import evaluation
 from pretrain import flops as flops_lib
@@ -142,9 +144,16 @@ def summarize(sums, num_steps):
 
 
 class PretrainingTrainer(object):
-  """Builds the strategy, model, optimizer and checkpoint of a config."""
+  """Builds the strategy, model, optimizer and checkpoint of a config.
 
-  def __init__(self, config, log=print):
+  Args:
+    config: a configure.PretrainingConfig.
+    log: where progress lines go.
+    strategy: the tf.distribute strategy, if already made (it must be made
+      before any TensorFlow op runs); else made from the config.
+  """
+
+  def __init__(self, config, log=print, strategy=None):
     self.config = config
     self.log = log
     distribution.configure_mixed_precision(config.mixed_precision)
@@ -152,7 +161,7 @@ class PretrainingTrainer(object):
     # Dropout draws from tf.random.Generator state (checkpointed: see
     # `dropout_rng_checkpoint`).
     tf_keras.backend.experimental.enable_tf_random_generator()
-    self.strategy = distribution.get_strategy(config)
+    self.strategy = strategy or distribution.get_strategy(config)
     self.num_replicas = self.strategy.num_replicas_in_sync
     if config.train_batch_size % self.num_replicas:
       raise UserError("train_batch_size %d is not divisible by the %d "
@@ -160,6 +169,17 @@ class PretrainingTrainer(object):
                                      self.num_replicas))
     with self.strategy.scope():
       self.model = ElectraPretrainingModel(config)
+    if (config.jit_compile and self.num_replicas > 1 and
+        self.model.needs_cross_replica_sums):
+      raise UserError(
+          "jit_compile with %d replicas is not supported for sampling %r%s: "
+          "the self-normalised importance weights take a cross-replica mean "
+          "inside the forward pass, which cannot sit in an XLA-compiled "
+          "step. Set jit_compile false, or train on one replica." % (
+              self.num_replicas, config.sampling,
+              " with disc_importance_weighting"
+              if config.disc_importance_weighting else ""))
+    with self.strategy.scope():
       self.model(dummy_features(config),
                  training=False)
       optimizer = optimization.create_optimizer(
@@ -167,7 +187,8 @@ class PretrainingTrainer(object):
           config.num_warmup_steps, config.weight_decay_rate,
           config.adam_epsilon, config.lr_decay_power)
       if config.mixed_precision == "float16":
-        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
+            optimizer, initial_scale=config.initial_loss_scale)
       self.optimizer = optimizer
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
@@ -185,6 +206,7 @@ class PretrainingTrainer(object):
     self._save_dir = self.checkpoint_dir
     self.train_flops = flops_lib.pretraining_step_flops(config)
     self._eval_step = None  # Built on the first evaluation, then reused.
+    self._train_step = None  # Built on the first trace of the train loop.
     self._warm_started = False
 
   def _checkpoint(self, iterator=None):
@@ -293,31 +315,22 @@ class PretrainingTrainer(object):
             saveable, False)
 
   def _replica_step(self, features):
-    c = self.config
-    variables = self.model.trainable_variables
-    fp16 = c.mixed_precision == "float16"
-
-    def forward_backward(features):
-      with tf.GradientTape() as tape:
+    if self._train_step is None:
+      def loss_fn(features):
         out = self.model(features, training=True, step=self.global_step)
-        loss = out["total_loss"]
-        if fp16:
-          loss = self.optimizer.get_scaled_loss(loss)
-      grads = tape.gradient(loss, variables)
-      return out, grads
-
-    if c.jit_compile:
-      forward_backward = tf.function(forward_backward, jit_compile=True)
-    out, grads = forward_backward(features)
-    if fp16:
-      grads = self.optimizer.get_unscaled_gradients(grads)
-    grads = [tf.zeros_like(v) if g is None else g
-             for g, v in zip(grads, variables)]
-    norm = optimization.apply_clipped_gradients(self.optimizer, grads,
-                                                variables, c.clip_norm)
+        return out["total_loss"], out
+      def prepare_fn(features):
+        return dict(features, **{
+            losses.DENOMINATORS_KEY: losses.loss_denominators(features)})
+      self._train_step = train_step_lib.ReplicaTrainStep(
+          loss_fn, lambda: self.model.trainable_variables, self.optimizer,
+          self.config.clip_norm, jit_compile=self.config.jit_compile,
+          prepare_fn=prepare_fn)
+    out, norm, skipped = self._train_step(features)
     self.global_step.assign_add(1)
     stats = _step_statistics(out, features, self.model.learns_sampler)
     stats["grad_norm"] = norm / self.num_replicas
+    stats["skipped_steps"] = skipped / self.num_replicas
     return stats
 
   def _make_train_loop(self):
@@ -380,6 +393,7 @@ class PretrainingTrainer(object):
     start_time, start_step = time.time(), step
     window_sums, window_steps, window_start = None, 0, time.time()
     last = None
+    skipped_total = 0
     while step < total:
       boundaries = [total, _next_multiple(step, c.log_every),
                     _next_multiple(step, c.save_checkpoints_steps)]
@@ -404,7 +418,11 @@ class PretrainingTrainer(object):
       if step % c.log_every == 0 or step == total:
         now = time.time()
         last = summarize(window_sums, window_steps)
-        last["grad_norm"] = float(window_sums["grad_norm"]) / window_steps
+        skipped = int(round(float(window_sums["skipped_steps"])))
+        skipped_total += skipped
+        last["grad_norm"] = float(window_sums["grad_norm"]) / max(
+            window_steps - skipped, 1)
+        last["skipped_steps"] = skipped
         last["learning_rate"] = self._learning_rate()
         rate = window_steps / max(now - window_start, 1e-9)
         self._log_progress(step, total, rate, now - start_time,
@@ -423,6 +441,10 @@ class PretrainingTrainer(object):
       if c.eval_every and step % c.eval_every == 0 and step < total:
         self.evaluate(step=step)
     writer.flush()
+    if skipped_total:
+      self.log("%d steps skipped by loss scaling (non-finite float16 "
+               "gradients); loss scale now %g." % (
+                   skipped_total, float(self.optimizer.loss_scale)))
     return last
 
   def _log_progress(self, step, total, steps_per_sec, elapsed, eta, m, peak):
@@ -444,6 +466,8 @@ class PretrainingTrainer(object):
       parts.append("hp_r %.3f" % m["hp_estimator_pearson"])
     parts.append("%.3g TFLOP/s MFU %.2f%%" % (achieved / 1e12,
                                               100.0 * achieved / peak))
+    if m.get("skipped_steps"):
+      parts.append("%d steps skipped by loss scaling" % m["skipped_steps"])
     self.log(" | ".join(parts))
 
   def evaluate(self, step=None):

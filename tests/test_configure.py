@@ -57,6 +57,7 @@ def test_unknown_key_suggests_near_miss():
     (dict(model_hparam_overrides={"hidden_size": 30,
                                   "num_attention_heads": 4}), "divisible"),
     (dict(disc_importance_weighting=True), "needs sampling"),
+    (dict(disc_importance_weight_clip=0.0), "> 0"),
     (dict(max_seq_length=1024), "max_position_embeddings"),
     (dict(do_train=False, do_eval=False), "nothing to do"),
 ])
@@ -93,3 +94,8 @@ def test_finetuning_config_checks():
     FinetuningConfig("m", "/d", task_names=[])
   with pytest.raises(ConfigError, match="layerwise_lr_decay"):
     FinetuningConfig("m", "/d", layerwise_lr_decay=1.5)
+  assert FinetuningConfig("m", "/d").layerwise_lr_decay_rule == "default"
+  assert FinetuningConfig("m", "/d", layerwise_lr_decay_rule="electra"
+                          ).layerwise_lr_decay_rule == "electra"
+  with pytest.raises(ConfigError, match="layerwise_lr_decay_rule.*one of"):
+    FinetuningConfig("m", "/d", layerwise_lr_decay_rule="bert")

@@ -18,6 +18,7 @@ def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
       masked_lm_ids=rng.integers(0, vocab, (batch, preds)),
       masked_lm_weights=weights,
       mlm_loss_per_pos=rng.random((batch, preds)) * 5,
+      mlm_focal_loss_per_pos=rng.random((batch, preds)) * 2,
       gen_max_prob=rng.random((batch, preds)),
       sampled_tokens=rng.integers(0, vocab, (batch, preds)),
       est_disc_loss=np.round(rng.random((batch, preds)), 1),
@@ -83,10 +84,14 @@ def test_masked_lm_metrics_respect_weights():
               masked_lm_ids=np.array([[3, 9, 5, 6]]),
               sampled_tokens=np.array([[3, 4, 1, 6]]),
               mlm_loss_per_pos=np.array([[1.0, 2.0, 3.0, np.nan]]),
+              mlm_focal_loss_per_pos=np.array([[0.5, 1.0, 0.0, np.nan]]),
               masked_lm_weights=np.array([[1.0, 1.0, 1.0, 0.0]]))
   assert r["num_masked"] == 3
   assert r["masked_lm_accuracy"] == pytest.approx(2 / 3)  # padded hit not counted
   assert r["masked_lm_loss"] == pytest.approx(2.0)        # NaN at padding ignored
+  assert r["masked_lm_focal_loss"] == pytest.approx(0.5)
+  assert "masked_lm_focal_loss" not in _result(
+      mlm_loss_per_pos=np.array([[1.0]]), masked_lm_weights=np.array([[1.0]]))
   assert r["sampled_masked_lm_accuracy"] == pytest.approx(1 / 3)
   assert r["replacement_rate"] == pytest.approx(2 / 3)
 

@@ -30,31 +30,45 @@ def _model(**overrides):
   return model, task, features
 
 
-def _expected_factor(model, variable):
-  """The rate of the issue: top layer 1, layer i d^(n-1-i), input side d^n."""
+# The exponent is TOP - depth, depth 0 for the input side and i + 1 for
+# layer i. ELECTRA's `_get_layer_lrs` (google-research/electra,
+# model/optimization.py) gives lr * d^(n + 2 - depth), the head at depth n + 2.
+TOP = {"default": lambda n: n, "electra": lambda n: n + 2}
+
+
+def _expected_factor(model, variable, rule="default"):
+  """The rate of the rule: top layer 1 (default) or d^2 (electra)."""
   encoder = model.encoder
-  n = len(encoder.transformer_layers)
-  owners = [(encoder.embeddings, n)]
+  top = TOP[rule](len(encoder.transformer_layers))
+  owners = [(encoder.embeddings, 0)]
   if encoder.embedding_projection is not None:
-    owners.append((encoder.embedding_projection, n))
+    owners.append((encoder.embedding_projection, 0))
   if encoder.relative_position_bias is not None:
-    owners.append((encoder.relative_position_bias, n))
-  owners += [(layer, n - 1 - i)
+    owners.append((encoder.relative_position_bias, 0))
+  owners += [(layer, i + 1)
              for i, layer in enumerate(encoder.transformer_layers)]
-  for layer, power in owners:
+  for layer, depth in owners:
     if any(variable is v for v in layer.trainable_variables):
-      return DECAY ** power
+      return DECAY ** (top - depth)
   return None  # not in the encoder: a head variable, base rate
 
 
+# Spelled out for 2 layers and d = 0.8.
+SPELLED_OUT = {
+    "default": dict(layer_1=1.0, layer_0=0.8, input_side=0.64),
+    "electra": dict(layer_1=0.64, layer_0=0.512, input_side=0.4096)}
+
+
+@pytest.mark.parametrize("rule", ["default", "electra"])
 @pytest.mark.parametrize("relative_position", [False, True])
-def test_multiplier_of_every_variable(relative_position):
+def test_multiplier_of_every_variable(relative_position, rule):
   model, _, _ = _model(relative_position=relative_position)
-  multipliers = layerwise_decay.layerwise_lr_multipliers(model.encoder, DECAY)
+  multipliers = layerwise_decay.layerwise_lr_multipliers(model.encoder, DECAY,
+                                                         rule)
   encoder_ids = {id(v) for v in model.encoder.trainable_variables}
   assert len(multipliers) == len(encoder_ids)
   for variable in model.trainable_variables:
-    expected = _expected_factor(model, variable)
+    expected = _expected_factor(model, variable, rule)
     if id(variable) in encoder_ids:
       assert multipliers[variable.name] == pytest.approx(expected), (
           variable.name)
@@ -67,13 +81,21 @@ def test_multiplier_of_every_variable(relative_position):
     if factors:
       assert len(factors) == 1, part
       by_name[part] = factors.pop()
-  # Spelled out for 2 layers: top 1, bottom 0.8, input side 0.64.
-  assert by_name["layer_1"] == 1.0
-  assert by_name["layer_0"] == pytest.approx(0.8)
-  assert by_name["embeddings"] == pytest.approx(0.64)
-  assert by_name["embedding_projection"] == pytest.approx(0.64)
-  if relative_position:
-    assert by_name["relative_position_bias"] == pytest.approx(0.64)
+  spelled = SPELLED_OUT[rule]
+  assert by_name["layer_1"] == pytest.approx(spelled["layer_1"])
+  assert by_name["layer_0"] == pytest.approx(spelled["layer_0"])
+  for part in ("embeddings", "embedding_projection") + (
+      ("relative_position_bias",) if relative_position else ()):
+    assert by_name[part] == pytest.approx(spelled["input_side"]), part
+
+
+def test_default_rule_and_unknown_rule():
+  model, _, _ = _model()
+  assert layerwise_decay.layerwise_lr_multipliers(model.encoder, DECAY) == (
+      layerwise_decay.layerwise_lr_multipliers(model.encoder, DECAY,
+                                               "default"))
+  with pytest.raises(ValueError, match="rule"):
+    layerwise_decay.layerwise_lr_multipliers(model.encoder, DECAY, "bert")
 
 
 def test_optimizer_applies_the_multipliers():

@@ -200,3 +200,30 @@ def test_float16_loss_scaling_trains(tmp_path):
     tf_keras.mixed_precision.set_global_policy("float32")
   losses = [loss for _, loss in record["trials"][0]["losses"]]
   assert losses and all(np.isfinite(losses))
+
+
+def test_mirrored_on_two_cpus_matches_one_device(tmp_path):
+  """The shared replica step under MirroredStrategy (2 logical CPUs) gives
+  the one-device fine-tuning, weight for weight."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  hparams = dict(task_names=["sst"], do_eval=False, num_train_epochs=8.0)
+  hparams["model_hparam_overrides"] = dict(
+      ff.TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  proc = subprocess.run(
+      [sys.executable, os.path.join("tests", "mirrored_finetune_check.py"),
+       str(tmp_path), json.dumps(hparams)], cwd=root, capture_output=True,
+      text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  values = np.load(str(tmp_path / "weights.npz"))
+  names = sorted(k.split("/", 1)[1] for k in values.files
+                 if k.startswith("default/"))
+  assert len(names) > 20 and "losses" in names
+  for name in names:
+    np.testing.assert_allclose(values["mirrored/" + name],
+                               values["default/" + name], rtol=0, atol=1e-4,
+                               err_msg=name)
+  # Training moved the weights (the comparison is not of two untouched inits).
+  assert len(values["default/losses"]) >= 2
+  assert values["default/losses"][-1] < values["default/losses"][0]

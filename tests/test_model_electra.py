@@ -16,6 +16,7 @@ from model import electra_pretraining
 from model import encoder as encoder_lib
 from model import generator as generator_lib
 from model import heads
+from model import losses
 from model import sampling
 from tests import pretrain_fixtures as fx
 from util.errors import UserError
@@ -186,29 +187,63 @@ def test_sampling_loss_does_not_reach_the_discriminator(models, features,
   assert all(reached)
 
 
-def test_disc_importance_weighting_reweights_masked_positions(features):
-  model = _build(_config("hp_dist", disc_importance_weighting=True), features)
+def _expected_importance_weighted_disc_loss(out, features, clip):
+  """D's loss with p_G/p_S self-normalised, clipped, at masked positions."""
+  f = {k: v.numpy() for k, v in features.items()}
+  real = f["masked_lm_weights"]
+  ratio = np.exp(out["generator_log_prob"].numpy() -
+                 out["sample_log_prob"].numpy()) * real
+  ratio /= ratio.sum() / real.sum()
+  clipped = np.minimum(ratio, clip)
+  token_weights = f["input_mask"].astype(np.float64)
+  for b, p in np.ndindex(real.shape):
+    if real[b, p] > 0:
+      token_weights[b, f["masked_lm_positions"][b, p]] = clipped[b, p]
+  per_token = out["disc_loss_per_token"].numpy()
+  return (per_token * token_weights).sum() / token_weights.sum(), ratio
+
+
+@pytest.mark.parametrize("clip", [10.0, 1.2])
+def test_disc_importance_weighting_reweights_masked_positions(features, clip):
+  model = _build(_config("hp_dist", disc_importance_weighting=True,
+                         disc_importance_weight_clip=clip), features)
   # A moderate bias: p_S spread over many tokens, so p_G / p_S varies.
   _set_sampling_bias(model, seed=1, scale=1.0)
   # Spread D's per-token losses (all ~log 2 at init) so weights matter.
   logit = model.discriminator.head.logit.kernel
   logit.assign(tf.random.stateless_normal(logit.shape, [5, 6], stddev=3.0))
   out = model(features, training=False)
-  f = {k: v.numpy() for k, v in features.items()}
-  real = f["masked_lm_weights"]
-  ratio = np.exp(out["generator_log_prob"].numpy() -
-                 out["sample_log_prob"].numpy()) * real
-  ratio /= ratio.sum() / real.sum()
-  token_weights = f["input_mask"].astype(np.float64)
-  for b, p in np.ndindex(real.shape):
-    if real[b, p] > 0:
-      token_weights[b, f["masked_lm_positions"][b, p]] = ratio[b, p]
-  per_token = out["disc_loss_per_token"].numpy()
-  expected = (per_token * token_weights).sum() / token_weights.sum()
+  expected, ratio = _expected_importance_weighted_disc_loss(out, features,
+                                                            clip)
   assert out["disc_loss"].numpy() == pytest.approx(expected, rel=1e-5)
-  unweighted = (per_token * f["input_mask"]).sum() / f["input_mask"].sum()
+  mask = features["input_mask"].numpy()
+  per_token = out["disc_loss_per_token"].numpy()
+  unweighted = (per_token * mask).sum() / mask.sum()
   assert abs(expected - unweighted) > 1e-4
-  assert ratio.max() > 1.5 * ratio[real > 0].min()
+  real = features["masked_lm_weights"].numpy() > 0
+  assert ratio.max() > 1.5 * ratio[real].min()
+  if clip < 10:
+    # The clip binds: unclipped weights would give another loss.
+    unclipped, _ = _expected_importance_weighted_disc_loss(out, features,
+                                                           np.inf)
+    assert ratio.max() > clip and abs(expected - unclipped) > 1e-4
+
+
+def test_both_importance_weights_are_clipped_by_the_shared_function(
+    features, monkeypatch):
+  model = _build(_config("hp_dist", disc_importance_weighting=True,
+                         hp_dist_weight_clip=7.0,
+                         disc_importance_weight_clip=3.0), features)
+  clips = []
+  shared = losses.self_normalise_and_clip
+
+  def spy(raw, weights, clip):
+    clips.append(clip)
+    return shared(raw, weights, clip)
+
+  monkeypatch.setattr(losses, "self_normalise_and_clip", spy)
+  model(features, training=False)
+  assert sorted(clips) == [3.0, 7.0]
 
 
 def test_sampling_warmup_draws_from_p_g_then_p_s(features):
@@ -384,3 +419,31 @@ def test_untied_mlm_output_keeps_unseen_tokens_input_embeddings_still(
   if untied:
     assert own.shape == (VOCAB, config.generator_hparams["embedding_size"])
     assert not _is_zero(tape.gradient(loss, own)[absent[0]])
+
+
+@pytest.mark.parametrize("mode", ["hp_loss", "hp_dist"])
+@pytest.mark.parametrize("untied", [False, True])
+def test_untied_mlm_output_also_unties_the_sampling_head(features, mode,
+                                                         untied):
+  """The sampling loss pushes every vocabulary entry too; untied, that push
+  goes to the sampling head's own table, and the input embedding of a token
+  absent from the batch gets no gradient from it. (Tokens in the batch still
+  get one through G's body, which the sampling head shares.)"""
+  config = _config(mode, untied_mlm_output=untied)
+  model = _build(config, features)
+  _set_sampling_bias(model, seed=3, scale=1.0)
+  present = set(features["masked_input_ids"].numpy().ravel()) | set(
+      features["input_ids"].numpy().ravel())
+  absent = sorted(set(range(VOCAB)) - present)
+  assert absent, "the fixture batch uses every token"
+  table = model.generator.encoder.embeddings.embedding_table
+  own = model.generator.sampling_head.output_embeddings
+  with tf.GradientTape(persistent=True) as tape:
+    loss = model(features, training=True)["sampling_loss"]
+  grad = tf.convert_to_tensor(tape.gradient(loss, table)).numpy()
+  assert _is_zero(grad[absent]) == untied
+  assert (own is not None) == untied
+  if untied:
+    assert own is not model.generator.mlm_head.output_embeddings
+    own_grad = tf.convert_to_tensor(tape.gradient(loss, own)).numpy()
+    assert not _is_zero(own_grad[absent])

@@ -133,12 +133,57 @@ def test_hp_dist_weights_are_self_normalised_clipped_and_padded():
   assert unclipped.sum() / weights.sum() == pytest.approx(1.0, rel=1e-5)
 
 
-def test_self_normalised_ratio_has_mean_one_over_real_positions():
+def test_disc_importance_weights_have_mean_one_over_real_positions():
   log_num = tf.math.log([[0.2, 0.4, 0.1]])
   log_den = tf.math.log([[0.1, 0.1, 0.5]])
-  ratio = losses.self_normalised_ratio(log_num, log_den,
-                                       tf.constant([[1.0, 1.0, 0.0]])).numpy()
+  ratio = losses.disc_importance_weights(
+      log_num, log_den, tf.constant([[1.0, 1.0, 0.0]]), clip=10.0).numpy()
   np.testing.assert_allclose(ratio, [[2.0 / 3.0, 4.0 / 3.0, 0.0]], rtol=1e-5)
+
+
+def test_one_huge_weight_is_clipped_after_self_normalisation():
+  # 49 ordinary positions, one whose p_S is 1e6 times below p_G (as the
+  # hp_loss_min_estimate floor of 1e-6 allows), and one padding slot.
+  raw = np.ones([1, 51], np.float32)
+  raw[0, 49] = 1e6
+  weights = np.ones([1, 51], np.float32)
+  weights[0, 50] = 0.0
+  got = losses.self_normalise_and_clip(tf.constant(raw), tf.constant(weights),
+                                       clip=10.0).numpy()
+  mean = (49 + 1e6) / 50
+  assert got[0, 49] == 10.0
+  np.testing.assert_allclose(got[0, :49], 1.0 / mean, rtol=1e-5)
+  assert got[0, 50] == 0.0
+  # Unclipped, the one position would carry (almost) all of D's weight.
+  ratio = losses.disc_importance_weights(
+      tf.math.log(tf.constant(raw)), tf.zeros([1, 51]), tf.constant(weights),
+      clip=10.0).numpy()
+  np.testing.assert_allclose(ratio, got, rtol=1e-6)
+
+
+@pytest.mark.parametrize("caller", ["hp_dist", "disc_importance"])
+def test_both_importance_weights_share_self_normalise_and_clip(monkeypatch,
+                                                               caller):
+  calls = []
+  shared = losses.self_normalise_and_clip
+
+  def spy(raw, weights, clip):
+    calls.append(clip)
+    return shared(raw, weights, clip)
+
+  monkeypatch.setattr(losses, "self_normalise_and_clip", spy)
+  log_pg = tf.math.log([[0.2, 0.4]])
+  log_ps = tf.math.log([[0.1, 0.3]])
+  weights = tf.ones([1, 2])
+  if caller == "hp_dist":
+    got = losses.hp_dist_weights(log_pg, log_ps, tf.constant([[1.0, 2.0]]),
+                                 weights, clip=3.0)
+    expected = shared(tf.exp(log_pg - log_ps) * [[1.0, 2.0]], weights, 3.0)
+  else:
+    got = losses.disc_importance_weights(log_pg, log_ps, weights, clip=3.0)
+    expected = shared(tf.exp(log_pg - log_ps), weights, 3.0)
+  assert calls == [3.0]
+  np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
 
 
 def test_hp_dist_loss_drives_a_free_softmax_to_p_star():

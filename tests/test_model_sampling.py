@@ -135,6 +135,91 @@ def test_draws_are_reproducible_and_per_example():
   assert not np.array_equal(first[0], changed[0])
 
 
+_SEEDS = [[1, 2], [-5, 7], [2**31 - 1, -2**31], [0, 0]]
+
+
+def test_noise_of_a_batch_is_the_noise_of_its_parts():
+  """One example's noise depends on its seed alone: not on the batch split,
+  nor on the example's place in the batch (so not on the replicas)."""
+  seeds = tf.constant(_SEEDS, tf.int32)
+  shape = tf.constant([3, 50])
+  whole = sampling.per_example_uniform(seeds, shape).numpy()
+  assert whole.shape == (4, 3, 50)
+  parts = [sampling.per_example_uniform(seeds[i:i + 2], shape).numpy()
+           for i in (0, 2)]
+  np.testing.assert_array_equal(whole, np.concatenate(parts))
+  reversed_batch = sampling.per_example_uniform(seeds[::-1], shape).numpy()
+  np.testing.assert_array_equal(whole, reversed_batch[::-1])
+  as_int64 = sampling.per_example_uniform(tf.cast(seeds, tf.int64), shape)
+  np.testing.assert_array_equal(whole, as_int64.numpy())
+  # An odd number of draws per example: the same leading draws.
+  odd = sampling.per_example_uniform(seeds, tf.constant([149])).numpy()
+  np.testing.assert_array_equal(odd, whole.reshape(4, 150)[:, :149])
+
+
+def test_noise_is_drawn_in_one_vectorised_pass_the_same_under_xla():
+  seeds = tf.constant(_SEEDS, tf.int32)
+  shape = tf.constant([3, 50])
+  graph = tf.function(sampling.per_example_uniform).get_concrete_function(
+      seeds, shape).graph
+  loops = [op.type for op in graph.get_operations() if "While" in op.type]
+  assert not loops, loops
+  eager = sampling.per_example_uniform(seeds, shape).numpy()
+  compiled = tf.function(sampling.per_example_uniform, jit_compile=True)(
+      seeds, shape).numpy()
+  np.testing.assert_array_equal(eager, compiled)
+
+
+def _np_mix64(z):
+  """SplitMix64's output function on Python ints (mod 2^64)."""
+  mask = 2**64 - 1
+  z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+  z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+  return z ^ (z >> 31)
+
+
+def _np_noise(seed, size):
+  """The documented generator, in plain Python: word i of an example is
+  mix64(key + (i + 1) * golden), split into two 23-bit uniforms."""
+  golden, mask = 0x9E3779B97F4A7C15, 2**64 - 1
+  s0, s1 = (int(v) & mask for v in seed)
+  key = _np_mix64((_np_mix64((s0 + golden) & mask) + s1) & mask)
+  values = []
+  for i in range((size + 1) // 2):
+    word = _np_mix64((key + (i + 1) * golden) & mask)
+    for bits in ((word >> 9) & (2**23 - 1), word >> 41):
+      values.append(np.float32(bits) * np.float32(2.0**-23) +
+                    np.float32(2.0**-24))
+  return np.array(values[:size], np.float32)
+
+
+def test_noise_is_the_documented_generator():
+  """Pins the generator: a change of it (and of every draw) is deliberate."""
+  got = sampling.per_example_uniform(tf.constant(_SEEDS),
+                                     tf.constant([7])).numpy()
+  np.testing.assert_array_equal(got, [_np_noise(s, 7) for s in _SEEDS])
+
+
+def test_noise_is_uniform_in_the_open_unit_interval():
+  seeds = tf.constant(_SEEDS, tf.int32)
+  u = sampling.per_example_uniform(seeds, tf.constant([19, 3000])).numpy()
+  assert u.dtype == np.float32
+  assert u.min() > 0.0 and u.max() < 1.0
+  for row in u.reshape(len(_SEEDS), -1):
+    n = row.size
+    assert abs(row.mean() - 0.5) < 6 * np.sqrt(1 / 12.0 / n)
+    assert abs(row.var() - 1 / 12.0) < 0.0015
+    deciles = np.histogram(row, bins=10, range=(0.0, 1.0))[0] / n
+    np.testing.assert_allclose(deciles, 0.1, atol=0.005)
+    # Neighbouring draws (the two halves of one 64-bit word, too) are
+    # uncorrelated.
+    for lag in (1, 2):
+      assert abs(np.corrcoef(row[:-lag], row[lag:])[0, 1]) < 0.02
+  flat = u.reshape(len(_SEEDS), -1)
+  correlations = np.corrcoef(flat)[np.triu_indices(len(_SEEDS), 1)]
+  assert np.all(np.abs(correlations) < 0.02), correlations
+
+
 def test_scatter_replacements_leaves_padding_predictions_alone():
   input_ids = tf.constant([[1, 10, 11, 12, 2], [1, 20, 21, 2, 0]])
   positions = tf.constant([[1, 3], [2, 0]])

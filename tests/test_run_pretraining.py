@@ -497,3 +497,63 @@ def test_resume_with_another_train_batch_size_continues_the_stream(data_dir):
                             dict(smaller, num_train_steps=10)))
   assert third.returncode == 0, third
   assert "Resuming the data stream" not in third.stdout, third
+
+
+def test_float16_overflow_steps_are_skipped_and_the_run_goes_on(data_dir):
+  """A loss scale high enough to overflow float16 gradients: those steps
+  are skipped and counted, the scale falls, and training reaches the end."""
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=16,
+                 sampling="hp_loss", mixed_precision="float16",
+                 initial_loss_scale=2.0 ** 20, save_checkpoints_steps=16)
+  run = _finish(_pretrain(data_dir, "fp16_overflow", hparams))
+  assert run.returncode == 0, run
+  assert "steps skipped by loss scaling" in run.stdout, run
+  summary = [line for line in run.stdout.splitlines()
+             if "steps skipped by loss scaling (non-finite" in line]
+  assert len(summary) == 1, run
+  skipped = int(summary[0].split()[0])
+  scale = float(summary[0].rsplit("loss scale now ", 1)[1].rstrip("."))
+  # Each skipped step halves the scale; the others updated the weights.
+  assert 1 <= skipped < 16, summary
+  np.testing.assert_allclose(scale, 2.0 ** (20 - skipped), rtol=1e-5)
+  latest = tf.train.latest_checkpoint(_checkpoint_dir(data_dir,
+                                                      "fp16_overflow"))
+  assert latest.endswith("ckpt-16"), run
+  good = _tensors(latest)[
+      "optimizer/loss_scale/good_steps/.ATTRIBUTES/VARIABLE_VALUE"]
+  assert int(good) == 16 - skipped, run
+
+
+def test_jit_compile_under_mirrored_matches_mirrored_without_jit(data_dir):
+  """XLA and MirroredStrategy compose: the compiled forward/backward pass
+  holds no cross-replica op, and training matches the uncompiled run."""
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
+                 sampling="hp_loss", strategy="mirrored", num_cpu_devices=2)
+  hparams["model_hparam_overrides"] = dict(
+      hparams["model_hparam_overrides"], hidden_dropout_prob=0.0,
+      attention_probs_dropout_prob=0.0)
+  runs = _finish(_pretrain(data_dir, "mirrored_jit",
+                           dict(hparams, jit_compile=True)),
+                 _pretrain(data_dir, "mirrored_nojit", hparams))
+  for run in runs:
+    assert run.returncode == 0, run
+  jit, plain = [_tensors(tf.train.latest_checkpoint(_checkpoint_dir(
+      data_dir, name))) for name in ("mirrored_jit", "mirrored_nojit")]
+  weights = [k for k in plain if k.startswith("model/")
+             and "OPTIMIZER_SLOT" not in k]
+  assert len(weights) > 50 and sorted(jit) == sorted(plain)
+  for key in weights:
+    np.testing.assert_allclose(jit[key], plain[key], rtol=0, atol=1e-4,
+                               err_msg=key)
+
+
+def test_jit_compile_under_mirrored_refuses_cross_replica_weights(data_dir):
+  """HP-Dist's self-normalised weights need a cross-replica mean inside the
+  compiled pass: under several replicas that is refused at start-up."""
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
+                 sampling="hp_dist", strategy="mirrored", num_cpu_devices=2,
+                 jit_compile=True)
+  run = _finish(_pretrain(data_dir, "mirrored_jit_hp_dist", hparams))
+  assert run.returncode == 2, run
+  assert "jit_compile" in run.stderr and "hp_dist" in run.stderr, run
+  assert "Traceback" not in run.stderr, run

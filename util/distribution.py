@@ -29,6 +29,19 @@ def _split_cpu(num_devices):
                       "any TensorFlow op runs." % (num_devices, e))
 
 
+def split_cpu_if_asked(config):
+  """Splits the CPU into `num_cpu_devices` logical devices when the config's
+  strategy asks for it (testing without GPUs); returns the device names or
+  None. Call before any TensorFlow op runs (a repeated call is harmless)."""
+  if config.num_cpu_devices <= 1 or config.strategy not in (
+      "mirrored", "multi_worker_mirrored"):
+    return None
+  if config.strategy == "mirrored" and tf.config.list_physical_devices("GPU"):
+    return None
+  _split_cpu(config.num_cpu_devices)
+  return ["/cpu:%d" % i for i in range(config.num_cpu_devices)]
+
+
 def get_strategy(config):
   """The strategy named by `config.strategy`.
 
@@ -41,12 +54,7 @@ def get_strategy(config):
   if name == "default":
     return tf.distribute.get_strategy()
   if name == "mirrored":
-    gpus = tf.config.list_physical_devices("GPU")
-    if not gpus and config.num_cpu_devices > 1:
-      _split_cpu(config.num_cpu_devices)
-      devices = ["/cpu:%d" % i for i in range(config.num_cpu_devices)]
-      return tf.distribute.MirroredStrategy(devices)
-    return tf.distribute.MirroredStrategy()
+    return tf.distribute.MirroredStrategy(split_cpu_if_asked(config))
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:
       raise UserError("strategy 'multi_worker_mirrored' needs the TF_CONFIG "
@@ -55,8 +63,7 @@ def get_strategy(config):
       json.loads(os.environ["TF_CONFIG"])
     except ValueError as e:
       raise UserError("TF_CONFIG is not valid JSON: %s" % e)
-    if config.num_cpu_devices > 1:
-      _split_cpu(config.num_cpu_devices)
+    split_cpu_if_asked(config)
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(

@@ -18,6 +18,7 @@ from finetune import preprocessing
 from finetune import readers
 from finetune import task
 from finetune.classification import classification_metrics
+from model.initializers import truncated_normal
 from util.errors import UserError
 from util.io_utils import write_text_atomic
 
@@ -66,8 +67,7 @@ class ClassificationHead(tf_keras.layers.Layer):
     self.dropout = tf_keras.layers.Dropout(dropout_rate)
     self.dense = tf_keras.layers.Dense(
         num_outputs, dtype=tf.float32, name="logits",
-        kernel_initializer=tf_keras.initializers.TruncatedNormal(
-            stddev=initializer_range))
+        kernel_initializer=truncated_normal(initializer_range))
 
   def call(self, sequence_output, features=None, training=None):
     mask = None if features is None else features.get("input_mask")

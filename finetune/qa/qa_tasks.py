@@ -18,6 +18,7 @@ from finetune import preprocessing
 from finetune import readers
 from finetune import task
 from finetune.qa import qa_metrics
+from model.initializers import truncated_normal
 from util.errors import UserError
 
 # Added to the span logits of tokens outside the paragraph (and [CLS]).
@@ -36,17 +37,18 @@ class SpanHead(tf_keras.layers.Layer):
   def __init__(self, hidden_size, answerable, hidden_act, initializer_range,
                **kwargs):
     super(SpanHead, self).__init__(**kwargs)
-    init = tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
     self.answerable = answerable
     self.span_logits = tf_keras.layers.Dense(
-        2, dtype=tf.float32, kernel_initializer=init, name="span_logits")
+        2, dtype=tf.float32, name="span_logits",
+        kernel_initializer=truncated_normal(initializer_range))
     if answerable:
       self.answerable_hidden = tf_keras.layers.Dense(
           hidden_size, activation=tf_utils.get_activation(hidden_act),
-          kernel_initializer=init, name="answerable_hidden")
+          kernel_initializer=truncated_normal(initializer_range),
+          name="answerable_hidden")
       self.answerable_logit = tf_keras.layers.Dense(
-          1, dtype=tf.float32, kernel_initializer=init,
-          name="answerable_logit")
+          1, dtype=tf.float32, name="answerable_logit",
+          kernel_initializer=truncated_normal(initializer_range))
 
   def call(self, sequence_output, features, training=None):
     hidden = tf.cast(sequence_output, tf.float32)

@@ -17,6 +17,7 @@ from finetune import preprocessing
 from finetune import readers
 from finetune import task
 from finetune.tagging import tagging_metrics
+from model.initializers import truncated_normal
 from util.errors import UserError
 from util.io_utils import write_text_atomic
 
@@ -42,8 +43,7 @@ class TokenClassificationHead(tf_keras.layers.Layer):
     self.dropout = tf_keras.layers.Dropout(dropout_rate)
     self.dense = tf_keras.layers.Dense(
         num_labels, dtype=tf.float32, name="logits",
-        kernel_initializer=tf_keras.initializers.TruncatedNormal(
-            stddev=initializer_range))
+        kernel_initializer=truncated_normal(initializer_range))
 
   def call(self, sequence_output, features=None, training=None):
     return {"logits": self.dense(self.dropout(sequence_output,
