@@ -30,7 +30,7 @@ class Field(object):
     self.choices = choices
 
 
-# Transformer sizes of METHOD.md section 8 (ELECTRA's released models).
+# Transformer sizes of docs/method.md §14 (ELECTRA's released models).
 MODEL_SIZES = {
     "small": dict(num_hidden_layers=12, hidden_size=256, num_attention_heads=4,
                   intermediate_size=1024, embedding_size=128),
@@ -66,7 +66,7 @@ _RUN_FIELDS = dict(
     tpu_name=Field(None, (str, type(None)), "Cloud TPU name (strategy tpu)."),
     tpu_zone=Field(None, (str, type(None)), "Cloud TPU zone."),
     gcp_project=Field(None, (str, type(None)), "GCP project of the TPU."),
-    model_size=Field("small", str, "Preset of METHOD.md section 8.",
+    model_size=Field("small", str, "Preset of docs/method.md §14.",
                      choices=tuple(MODEL_SIZES)),
     model_hparam_overrides=Field({}, dict, "Transformer fields to override, "
                                  "e.g. {\"hidden_size\": 128}."),
@@ -119,7 +119,7 @@ _PRETRAIN_FIELDS = dict(
     eval_batch_size=Field(128, int, "Global eval batch."),
     adam_epsilon=Field(1e-6, (float, int), "AdamW epsilon."),
     clip_norm=Field(1.0, (float, int), "Gradient clipping global norm."),
-    # Learned replacement sampling (METHOD.md sections 2-5).
+    # Learned replacement sampling (docs/method.md §4-§12).
     sampling=Field("mlm", str, "Replacement sampler: 'mlm' (ELECTRA, from "
                    "p_G), 'uniform', 'hp_loss' or 'hp_dist'.",
                    choices=("mlm", "uniform", "hp_loss", "hp_dist")),

@@ -104,6 +104,10 @@ class Runner(object):
         self.config.learning_rate, self.config.num_train_steps,
         self.config.num_warmup_steps, self.config.weight_decay_rate,
         self.config.adam_epsilon, self.config.lr_decay_power)
+    # Variables are made eagerly, not inside the traced step.
+    self.model(pretrain_fixtures.make_features(
+        1, args.seq_len, self.config.max_predictions_per_seq, args.vocab_size),
+               training=False)
     replica_step = train_step_lib.ReplicaTrainStep(
         self._loss, lambda: self.model.trainable_variables, self.optimizer,
         self.config.clip_norm, jit_compile=args.jit)

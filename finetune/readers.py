@@ -6,6 +6,7 @@ lines, the line (1-based) and what was expected there.
 """
 
 import collections
+import csv
 import json
 import os
 
@@ -134,3 +135,89 @@ def read_json(path):
       raise UserError("%s:%d: not valid JSON at column %d: %s." % (
           path, e.lineno, e.colno, e.msg))
     raise UserError("%s: not valid JSON or UTF-8: %s." % (path, e))
+
+
+# ---- CSV and JSON-lines files (tasks described by a task.json) --------------
+
+# One record of a JSON-lines file: the parsed value, where it came from.
+JsonlRecord = collections.namedtuple("JsonlRecord", ["value", "path", "line"])
+
+
+def utf8_lines(path):
+  """Yields (line number, line with its ending) of a UTF-8 file (a leading
+  byte-order mark dropped); a bad byte is an error naming its line (decoded
+  line by line, so the line is exact)."""
+  with open(path, "rb") as f:
+    for line_number, raw in enumerate(f, 1):
+      if line_number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+      try:
+        yield line_number, raw.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise UserError("%s:%d: not valid UTF-8 (%s at byte %d of the line); "
+                        "save the file as UTF-8." % (path, line_number,
+                                                     e.reason, e.start + 1))
+
+
+def check_utf8(path):
+  """UserError naming the first line of `path` that is not UTF-8."""
+  for _ in utf8_lines(path):
+    pass
+
+
+def read_csv(path):
+  """Reads a comma-separated file with a header row (RFC 4180 quoting: a
+  field may hold commas, quotes doubled, and line breaks inside quotes).
+
+  Returns (column names, [TsvRow]); a row's `line` is the line it starts on.
+  Blank lines are skipped. A row whose number of fields is not the header's
+  is an error naming the line.
+  """
+  reader = csv.reader((line for _, line in utf8_lines(path)), strict=True)
+  columns, rows = None, []
+  start = 1
+  while True:
+    try:
+      fields = next(reader)
+    except StopIteration:
+      break
+    except csv.Error as e:
+      raise UserError("%s:%d: not valid CSV: %s." % (path, reader.line_num, e))
+    line, start = start, reader.line_num + 1
+    if not fields or (len(fields) == 1 and not fields[0].strip()):
+      continue
+    if columns is None:
+      columns = [c.strip() for c in fields]
+      continue
+    if len(fields) != len(columns):
+      raise UserError("%s:%d: %d comma-separated fields, but the header (line "
+                      "1) has %d (%s); quote fields that hold commas." % (
+                          path, line, len(fields), len(columns),
+                          ", ".join(repr(c) for c in columns)))
+    rows.append(TsvRow(fields, path, line))
+  if columns is None:
+    raise UserError("%s is empty; expected a header line and rows." % path)
+  return columns, rows
+
+
+def read_jsonl(path):
+  """Reads a JSON-lines file: one JSON object per non-blank line.
+
+  Returns [JsonlRecord]; a line that is not JSON, or not an object, is an
+  error naming the line.
+  """
+  records = []
+  for line_number, text in utf8_lines(path):
+    text = text.rstrip("\r\n")
+    if not text.strip():
+      continue
+    try:
+      value = json.loads(text)
+    except ValueError as e:
+      raise UserError("%s:%d: not valid JSON (%s); expected one JSON object "
+                      "per line." % (path, line_number, e))
+    if not isinstance(value, dict):
+      raise UserError("%s:%d: expected a JSON object per line, got %s." % (
+          path, line_number, type(value).__name__))
+    records.append(JsonlRecord(value, path, line_number))
+  return records

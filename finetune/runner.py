@@ -137,7 +137,7 @@ def run_finetuning(config):
 
   Returns {task name: results record}.
   """
-  task_builder.check_task_names(config.task_names)
+  task_builder.check_task_names(config.task_names, config.data_dir)
   if not (config.do_train or config.do_eval or config.write_test_outputs):
     raise UserError("do_train, do_eval and write_test_outputs are all false: "
                     "nothing to do.")

@@ -1,5 +1,7 @@
-"""The registry of fine-tuning tasks: task name -> `Task` subclass."""
+"""The registry of fine-tuning tasks: task name -> `Task` subclass, and the
+tasks described by a task.json in `<data_dir>/finetuning_data/<name>/`."""
 
+from finetune import custom_tasks
 from finetune.classification import classification_tasks
 from finetune.qa import qa_tasks
 from finetune.tagging import tagging_tasks
@@ -21,16 +23,30 @@ for _task_class in (classification_tasks.GLUE_TASKS + qa_tasks.QA_TASKS +
   register(_task_class)
 
 
-def check_task_names(names):
-  """UserError listing the valid names if any of `names` is unknown."""
-  unknown = [name for name in names if name not in TASKS]
+def check_task_names(names, data_dir=None):
+  """UserError listing the valid names if any of `names` is unknown.
+
+  With `data_dir`, a name that is no built-in task is valid when
+  `<data_dir>/finetuning_data/<name>/task.json` exists (see
+  `finetune.custom_tasks`).
+  """
+  unknown = [name for name in names if name not in TASKS and
+             not custom_tasks.has_task_json(data_dir, name)]
   if unknown:
-    raise UserError("unknown task %s in hparam 'task_names'; valid tasks: %s."
-                    % (", ".join(repr(n) for n in unknown),
-                       ", ".join(sorted(TASKS))))
+    raise UserError(custom_tasks.unknown_task_message(unknown, TASKS,
+                                                      data_dir))
 
 
 def get_task(config, name, tokenizer):
-  """The task called `name`, built for `config`."""
-  check_task_names([name])
-  return TASKS[name](config, tokenizer)
+  """The task called `name`, built for `config`: a built-in task, or the one
+  described by `<config.data_dir>/finetuning_data/<name>/task.json`."""
+  check_task_names([name], config.data_dir)
+  if name in TASKS:
+    if custom_tasks.has_task_json(config.data_dir, name):
+      raise UserError("%s: %r is a built-in task, which reads its files "
+                      "without a task.json; to describe your own task, put "
+                      "its files and task.json in a directory with another "
+                      "name." % (custom_tasks.task_json_path(config.data_dir,
+                                                             name), name))
+    return TASKS[name](config, tokenizer)
+  return custom_tasks.build_task(config, name, tokenizer)

@@ -1,6 +1,6 @@
 """The ELECTRA pre-training model with learned replacement sampling.
 
-One forward pass (METHOD.md sections 1-4):
+One forward pass (docs/method.md §1, §3-§11):
 
   masked input -> generator (MLM head, + sampling head in HP modes)
     -> sampler log-probs over the vocabulary (float32, stop-gradient)
@@ -11,7 +11,7 @@ One forward pass (METHOD.md sections 1-4):
 
 Losses are replica shares of global means (model/losses.py), so under a
 `tf.distribute` strategy the shares sum to the loss of the global batch.
-`call` also returns what the analyses of METHOD.md section 6 need.
+`call` also returns what the analyses of docs/method.md §13 need.
 """
 
 import tensorflow as tf
@@ -49,13 +49,15 @@ class ElectraPretrainingModel(tf_keras.Model):
   Args:
     config: a `configure.PretrainingConfig`.
 
-  `call(features, training, step=0, sampler=None)`:
+  `call(features, training, step=0, sampler=None, loss_denominators=None)`:
     features: dict from pretrain/pretrain_data.py: `input_ids`, `input_mask`,
       `segment_ids`, `masked_input_ids` [batch, seq_len] int32;
       `masked_lm_positions`, `masked_lm_ids` [batch, P] int32;
-      `masked_lm_weights` [batch, P] float32; `sample_seed` [batch, 2] int32;
-      optionally `loss_denominators` (`losses.loss_denominators`), else
-      they are all-reduced inside the call.
+      `masked_lm_weights` [batch, P] float32; `sample_seed` [batch, 2] int32.
+    loss_denominators: `losses.loss_denominators(features)` taken by the
+      caller (outside an XLA-compiled pass), else all-reduced here. A
+      keyword argument, not a feature: Keras would cast features to float16
+      under mixed precision, and token counts need float32.
     step: the global step (scalar); before `sampling_warmup_steps` the draw
       comes from p_G while the sampling head already trains.
     sampler: overrides `config.sampling` for the draw (analyses: "mlm" draws
@@ -125,14 +127,16 @@ class ElectraPretrainingModel(tf_keras.Model):
       log_p = sampling.forbid_original(log_p, original_ids)
     return log_p
 
-  def call(self, features, training=None, step=0, sampler=None):
+  def call(self, features, training=None, step=0, sampler=None,
+           loss_denominators=None):
     c = self.config
     positions = features["masked_lm_positions"]
     labels = features["masked_lm_ids"]
     weights = tf.cast(features["masked_lm_weights"], tf.float32)
     input_mask = features["input_mask"]
-    denominators = features.get(losses.DENOMINATORS_KEY) or (
-        losses.loss_denominators(features))
+    if loss_denominators is None:
+      loss_denominators = losses.loss_denominators(features)
+    denominators = loss_denominators
 
     gen_out = self.generator(features, training=training)
     mlm_logits = gen_out["mlm_logits"]
@@ -211,7 +215,7 @@ class ElectraPretrainingModel(tf_keras.Model):
                                     actual_disc_loss, weights,
                                     c.hp_dist_weight_clip)
         per_pos = losses.hp_dist_sampling_loss(log_ps, iw)
-        # p_S / p_G is proportional to the estimated L_D (METHOD.md 6.2).
+        # p_S / p_G is proportional to estimated L_D (docs/method.md §13.2).
         est_disc_loss = tf.exp(log_ps - generator_log_prob)
       sampling_loss = losses.replica_mean(per_pos, weights,
                                           denominators["masked"])

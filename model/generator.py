@@ -3,7 +3,7 @@
 `MaskedLMGenerator` is ELECTRA's generator: an encoder over the masked input
 and the MLM head at the masked positions (tied to the input embeddings unless
 `tie_output_embeddings` is false). `HardnessPredictionGenerator`
-adds the sampling head of METHOD.md section 3: same body, its own prediction
+adds the sampling head of docs/method.md §7: same body, its own prediction
 layer, giving one score u_t(v) per vocabulary entry. Both heads follow
 `tie_output_embeddings`: tied, both read the input embedding table; untied,
 each owns its output table, so neither loss's push on every vocabulary entry

@@ -1,4 +1,4 @@
-"""Losses of METHOD.md sections 1-4, all in float32.
+"""Losses of docs/method.md §3-§11, all in float32.
 
 Per-position / per-token functions return unreduced losses; `replica_mean`
 turns them into this replica's share of a *global* weighted mean (the
@@ -40,8 +40,9 @@ def loss_denominators(features):
 
   {"masked": sum of masked_lm_weights, "tokens": sum of input_mask} over the
   global batch (float32 scalars). The train step takes them before its
-  XLA-compiled forward/backward pass and passes them in under
-  DENOMINATORS_KEY, since an all-reduce inside a compiled pass is refused by
+  XLA-compiled forward/backward pass (under DENOMINATORS_KEY in the
+  features it hands the pass, then as the model's `loss_denominators`
+  argument), since an all-reduce inside a compiled pass is refused by
   MirroredStrategy on CPUs.
   """
   return {"masked": global_sum(features["masked_lm_weights"]),
@@ -96,7 +97,7 @@ def discriminator_loss(disc_logits, labels):
 
 
 def hp_loss_sampling_loss(scores_at_sampled, disc_logits_at_masked):
-  """HP-Loss head loss per masked position (METHOD.md section 3a).
+  """HP-Loss head loss per masked position (docs/method.md §8).
 
   BCE between q_t(x'_t) = sigmoid(u_t(x'_t)) and the target
   stopgrad(1 - sigmoid(z_t)), the probability D called the placed token
@@ -138,7 +139,7 @@ def hp_dist_weights(log_pg_at_sampled, log_ps_at_sampled, disc_loss_at_masked,
 def hp_dist_sampling_loss(log_ps_at_sampled, importance_weights):
   """HP-Dist head loss per masked position: -w_t log p_S(x'_t | c_t).
 
-  Minimised (in expectation over x' ~ p_sample) at p_S = p*, METHOD.md 3b.
+  Minimised (in expectation over x' ~ p_sample) at p_S = p*, docs/method.md §9.
   """
   return -tf.stop_gradient(importance_weights) * log_ps_at_sampled
 

@@ -8,10 +8,10 @@ keyed per example), drawn for the whole batch at once.
 Samplers (config `sampling`):
   * "mlm": ELECTRA, p_G = softmax(mlm_logits / temperature).
   * "uniform": every vocabulary entry equally likely.
-  * "hp_loss" (METHOD.md 3a): q = sigmoid(u), estimated discriminator loss
+  * "hp_loss" (docs/method.md §8): q = sigmoid(u), estimated discriminator loss
     L^_D(v) = -log(1 - q(v)) for v != x_t and -log q(x_t) for v = x_t;
     log p_S = log p_G + log L^_D, normalised.
-  * "hp_dist" (METHOD.md 3b): p_S = softmax(u).
+  * "hp_dist" (docs/method.md §9): p_S = softmax(u).
 """
 
 import tensorflow as tf

@@ -1,4 +1,4 @@
-"""Pre-training evaluation: ELECTRA's metrics and the analyses of METHOD.md §6.
+"""Pre-training evaluation: ELECTRA's metrics and analyses (docs/method.md §13).
 
 Pure numpy (matplotlib only for the plot). The eval loop feeds one dict of
 numpy arrays per batch to `PretrainEvalAccumulator.update`; `result()` gives

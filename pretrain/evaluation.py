@@ -1,4 +1,4 @@
-"""Pre-training evaluation: ELECTRA's metrics and the analyses of METHOD.md 6.
+"""Pre-training evaluation: ELECTRA's metrics and analyses (docs/method.md §13).
 
 Runs `num_eval_steps` batches of the eval shards through the model without
 dropout, drawing replacements from the configured sampler; in HP modes the

@@ -1,4 +1,4 @@
-"""Dynamic masking of pre-training examples (METHOD.md section 1).
+"""Dynamic masking of pre-training examples (docs/method.md §2).
 
 Positions are drawn without replacement by Gumbel top-k over the candidate
 tokens (real tokens other than the special ones); of the chosen positions 85%

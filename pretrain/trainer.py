@@ -317,7 +317,10 @@ class PretrainingTrainer(object):
   def _replica_step(self, features):
     if self._train_step is None:
       def loss_fn(features):
-        out = self.model(features, training=True, step=self.global_step)
+        features = dict(features)
+        denominators = features.pop(losses.DENOMINATORS_KEY)
+        out = self.model(features, training=True, step=self.global_step,
+                         loss_denominators=denominators)
         return out["total_loss"], out
       def prepare_fn(features):
         return dict(features, **{
@@ -336,16 +339,20 @@ class PretrainingTrainer(object):
   def _make_train_loop(self):
     strategy = self.strategy
 
+    def one_step(iterator):
+      per_replica = strategy.run(self._replica_step, args=(next(iterator),))
+      return {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+              for k, v in per_replica.items()}
+
     @tf.function
     def train_loop(iterator, num_steps):
-      sums = None
-      for _ in tf.range(num_steps):
-        per_replica = strategy.run(self._replica_step,
-                                   args=(next(iterator),))
-        stats = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
-                 for k, v in per_replica.items()}
-        sums = stats if sums is None else {k: sums[k] + stats[k]
-                                           for k in sums}
+      """Sums of the step statistics over `num_steps` (>= 1) steps."""
+      # The first step outside the loop gives the sums their structure (a
+      # loop variable may not start as None).
+      sums = one_step(iterator)
+      for _ in tf.range(num_steps - 1):
+        stats = one_step(iterator)
+        sums = {k: sums[k] + stats[k] for k in sums}
       return sums
 
     return train_loop
