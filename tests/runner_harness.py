@@ -42,8 +42,10 @@ def kill_after_checkpoint():
 def nan_from_step(first_bad_step):
   call = ElectraPretrainingModel.call
 
-  def poisoned_call(self, features, training=None, step=0, sampler=None):
-    out = call(self, features, training=training, step=step, sampler=sampler)
+  def poisoned_call(self, features, training=None, step=0, sampler=None,
+                    **kwargs):
+    out = call(self, features, training=training, step=step, sampler=sampler,
+               **kwargs)
     if training:
       bad = tf.cast(step, tf.int64) >= first_bad_step
       out = dict(out, total_loss=out["total_loss"] +
