@@ -3,8 +3,8 @@ best checkpoint, predict.
 
 The train step is the one of pre-training, `model.train_step.ReplicaTrainStep`
 (forward/backward, optionally XLA-compiled, then all-reduce, global-norm
-clipping and apply), run inside `strategy.run`; AdamW with warmup, linear decay and layer-wise LR decay comes
-from `model.optimization.create_optimizer`. With float16 mixed precision the
+clipping and apply), run inside `strategy.run`; AdamW with warmup, linear
+decay and layer-wise LR decay comes from `model.optimization.create_optimizer`. With float16 mixed precision the
 optimizer is wrapped in Keras's dynamic loss scaling, and a step whose
 gradients overflow is skipped and counted in the progress line.
 """
@@ -27,20 +27,12 @@ from model import checkpoints
 from model import optimization
 from model import train_step as train_step_lib
 from model.encoder import build_discriminator_encoder
+from util import progress
 from util.errors import TrainingDivergedError
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
 BEST_DIR = "best"
-
-
-def format_duration(seconds):
-  seconds = int(round(seconds))
-  if seconds >= 3600:
-    return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
-  if seconds >= 60:
-    return "%dm%02ds" % (seconds // 60, seconds % 60)
-  return "%ds" % seconds
 
 
 def train_schedule(num_examples, batch_size, num_epochs):
@@ -232,7 +224,7 @@ class Trainer(object):
         self.log("step %d/%d (epoch %.2f) loss %.4f lr %.3g, %.1f steps/s, "
                  "ETA %s" % (step, num_steps, step * batch / float(n), loss,
                              float(schedule(step)), rate,
-                             format_duration(eta)) +
+                             progress.format_duration(eta)) +
                  (" | %d steps skipped by loss scaling" % skipped_steps
                   if skipped_steps else ""))
       entry = dict(step=step, epoch=round(step * batch / float(n), 4),

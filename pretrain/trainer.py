@@ -15,7 +15,6 @@ temporary directory, as every worker must take part in saving.
 """
 
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -30,10 +29,13 @@ from model import losses
 from model import optimization
 from model import train_step as train_step_lib
 from model.electra_pretraining import ElectraPretrainingModel
+from pretrain import data_stream
 from pretrain import evaluation
 from pretrain import flops as flops_lib
 from pretrain import pretrain_data
+from pretrain import step_statistics
 from util import distribution
+from util import progress
 from util.errors import TrainingDivergedError
 from util.errors import UserError
 
@@ -42,38 +44,6 @@ SHAPE_KEYS = ("model_hparams", "generator_hparams", "sampling",
               "relative_position", "relative_num_buckets", "untied_generator",
               "untied_generator_embeddings", "untied_mlm_output",
               "electra_objective")
-
-
-# Config fields that decide the stream of training examples. A checkpoint's
-# input-iterator state is only valid for the values it was saved with; when
-# one changes, the stream restarts at the same example offset instead.
-DATA_STREAM_KEYS = ("train_batch_size", "max_seq_length",
-                    "max_predictions_per_seq", "mask_prob", "seed",
-                    "shuffle_buffer", "pretrain_tfrecords")
-_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
-_EXAMPLES_KEY = "examples_seen/.ATTRIBUTES/VARIABLE_VALUE"
-_STREAM_KEY = "data_stream/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-def data_stream_settings(config):
-  """The DATA_STREAM_KEYS of `config` as canonical JSON."""
-  config_dict = config.to_dict()
-  return json.dumps({k: config_dict[k] for k in DATA_STREAM_KEYS},
-                    sort_keys=True)
-
-
-def _changed_settings(saved_json, current_json):
-  """'key old -> new' for each data-stream setting that differs."""
-  saved, current = json.loads(saved_json), json.loads(current_json)
-  return ["%s %s -> %s" % (k, json.dumps(saved.get(k)), json.dumps(current[k]))
-          for k in DATA_STREAM_KEYS if saved.get(k) != current[k]]
-
-
-def format_duration(seconds):
-  seconds = int(max(0, seconds))
-  h, rem = divmod(seconds, 3600)
-  m, s = divmod(rem, 60)
-  return "%dh%02dm%02ds" % (h, m, s) if h else "%dm%02ds" % (m, s)
 
 
 def check_saved_config(config):
@@ -94,53 +64,6 @@ def check_saved_config(config):
         "(differs in: %s; see %s). Use another --model-name, or the "
         "hyperparameters of that run." % (ckpt_dir, ", ".join(differing),
                                           path))
-
-
-def _step_statistics(out, features, learns_sampler):
-  """Sums (this replica's) of what the progress line and summaries show."""
-  w = tf.cast(features["masked_lm_weights"], tf.float32)
-  mask = tf.cast(features["input_mask"], tf.float32)
-  stats = dict(
-      total_loss=out["total_loss"], mlm_loss=out["mlm_loss"],
-      gen_correct=tf.reduce_sum(w * tf.cast(tf.equal(
-          out["masked_lm_preds"], features["masked_lm_ids"]), tf.float32)),
-      num_masked=tf.reduce_sum(w))
-  if "disc_loss" not in out:
-    return stats
-  predicted = tf.cast(out["disc_probs"] > 0.5, tf.int32)
-  stats.update(
-      disc_loss=out["disc_loss"], sampling_loss=out["sampling_loss"],
-      disc_correct=tf.reduce_sum(mask * tf.cast(tf.equal(
-          predicted, out["disc_labels"]), tf.float32)),
-      num_tokens=tf.reduce_sum(mask),
-      replaced=tf.reduce_sum(w * tf.cast(tf.not_equal(
-          out["sampled_tokens"], features["masked_lm_ids"]), tf.float32)))
-  if learns_sampler:
-    x, y = out["est_disc_loss"] * w, out["actual_disc_loss"] * w
-    stats.update(sx=tf.reduce_sum(x), sy=tf.reduce_sum(y),
-                 sxx=tf.reduce_sum(x * x), syy=tf.reduce_sum(y * y),
-                 sxy=tf.reduce_sum(x * y))
-  return stats
-
-
-def summarize(sums, num_steps):
-  """Host-side means and ratios from summed step statistics."""
-  s = {k: float(v) for k, v in sums.items()}
-  result = {k: s[k] / num_steps for k in
-            ("total_loss", "mlm_loss", "disc_loss", "sampling_loss")
-            if k in s}
-  result["gen_accuracy"] = s["gen_correct"] / max(s["num_masked"], 1.0)
-  if "disc_correct" in s:
-    result["disc_accuracy"] = s["disc_correct"] / max(s["num_tokens"], 1.0)
-    result["replacement_rate"] = s["replaced"] / max(s["num_masked"], 1.0)
-  if "sxy" in s:
-    n = s["num_masked"]
-    cov = s["sxy"] / n - (s["sx"] / n) * (s["sy"] / n)
-    vx = s["sxx"] / n - (s["sx"] / n) ** 2
-    vy = s["syy"] / n - (s["sy"] / n) ** 2
-    result["hp_estimator_pearson"] = (
-        cov / math.sqrt(vx * vy) if vx > 0 and vy > 0 else float("nan"))
-  return result
 
 
 class PretrainingTrainer(object):
@@ -198,7 +121,7 @@ class PretrainingTrainer(object):
     with tf.device("/cpu:0"):
       self.examples_seen = tf.Variable(0, dtype=tf.int64, trainable=False,
                                        name="examples_seen")
-      self.data_stream = tf.Variable(data_stream_settings(config),
+      self.data_stream = tf.Variable(data_stream.settings(config),
                                      trainable=False, name="data_stream")
     self.is_chief = self.strategy.extended.should_checkpoint
     self.checkpoint_dir = checkpoints_lib.pretrained_checkpoint_dir(
@@ -237,7 +160,7 @@ class PretrainingTrainer(object):
               tf.errors.NotFoundError) as e:
         raise UserError("cannot restore %s into this model (another model "
                         "shape?): %s" % (latest, str(e).splitlines()[0]))
-      self.data_stream.assign(data_stream_settings(self.config))
+      self.data_stream.assign(data_stream.settings(self.config))
       self.log("Restored %s (step %d)" % (latest,
                                           int(self.global_step.numpy())))
     elif self.config.init_checkpoint and not self._warm_started:
@@ -279,7 +202,7 @@ class PretrainingTrainer(object):
     """(iterator, whether checkpoints hold it, whether to restore it).
 
     The iterator's saved state is used when the latest checkpoint holds one
-    written with today's DATA_STREAM_KEYS. Otherwise (another batch size or
+    written with today's `data_stream.KEYS`. Otherwise (another batch size or
     seed, or a tf.distribute iterator, which cannot be checkpointed in
     TF 2.20) the stream starts after the examples already trained on: the
     pipeline's order depends on the seed only, so that is where an
@@ -292,19 +215,20 @@ class PretrainingTrainer(object):
       return iterator, saveable, True
     reader = tf.train.load_checkpoint(latest)
     names = reader.get_variable_to_shape_map()
-    current = data_stream_settings(self.config)
+    current = data_stream.settings(self.config)
     changed = []
-    if _STREAM_KEY in names:
-      changed = _changed_settings(reader.get_tensor(_STREAM_KEY).decode(),
-                                  current)
+    if data_stream.STREAM_KEY in names:
+      changed = data_stream.changed_settings(
+          reader.get_tensor(data_stream.STREAM_KEY).decode(), current)
     # Checkpoints without the stream settings predate the pipeline's skip
     # stage: their iterator state does not fit today's pipeline.
-    has_iterator = (_STREAM_KEY in names and
+    has_iterator = (data_stream.STREAM_KEY in names and
                     any(n.startswith("iterator/") for n in names))
     if saveable and has_iterator and not changed:
       return iterator, saveable, True
-    examples = (int(reader.get_tensor(_EXAMPLES_KEY)) if _EXAMPLES_KEY in names
-                else int(reader.get_tensor(_STEP_KEY)) *
+    examples = (int(reader.get_tensor(data_stream.EXAMPLES_KEY))
+                if data_stream.EXAMPLES_KEY in names
+                else int(reader.get_tensor(data_stream.STEP_KEY)) *
                 self.config.train_batch_size)
     self.log("Resuming the data stream at example %d (%s): the examples "
              "before it are skipped, so the run continues where it stopped." % (
@@ -331,7 +255,8 @@ class PretrainingTrainer(object):
           prepare_fn=prepare_fn)
     out, norm, skipped = self._train_step(features)
     self.global_step.assign_add(1)
-    stats = _step_statistics(out, features, self.model.learns_sampler)
+    stats = step_statistics.step_statistics(out, features,
+                                           self.model.learns_sampler)
     stats["grad_norm"] = norm / self.num_replicas
     stats["skipped_steps"] = skipped / self.num_replicas
     return stats
@@ -424,7 +349,7 @@ class PretrainingTrainer(object):
           k: window_sums[k] + sums[k] for k in sums}
       if step % c.log_every == 0 or step == total:
         now = time.time()
-        last = summarize(window_sums, window_steps)
+        last = step_statistics.summarize_sums(window_sums, window_steps)
         skipped = int(round(float(window_sums["skipped_steps"])))
         skipped_total += skipped
         last["grad_norm"] = float(window_sums["grad_norm"]) / max(
@@ -460,8 +385,8 @@ class PretrainingTrainer(object):
     parts = ["step %d/%d (%.1f%%)" % (step, total, 100.0 * step / total),
              "%.2f steps/s %.1f seq/s" % (steps_per_sec,
                                           steps_per_sec * c.train_batch_size),
-             "elapsed %s ETA %s" % (format_duration(elapsed),
-                                    format_duration(eta)),
+             "elapsed %s ETA %s" % (progress.format_duration(elapsed),
+                                    progress.format_duration(eta)),
              "loss %.4f mlm %.4f" % (m["total_loss"], m["mlm_loss"])]
     if "disc_loss" in m:
       parts[-1] += " disc %.4f" % m["disc_loss"]

@@ -1,0 +1,32 @@
+"""Where a resumed pre-training run picks up its stream of training examples.
+
+Each checkpoint records `examples_seen` and the config fields the stream
+depends on (KEYS). A saved input-iterator state is only valid for the values
+it was saved with; when one changes (e.g. another `train_batch_size` on more
+devices), the trainer restarts the stream at the same example offset
+instead (`pretrain_data.InputFn.skip_examples`).
+"""
+
+import json
+
+# Config fields that decide the stream of training examples.
+KEYS = ("train_batch_size", "max_seq_length", "max_predictions_per_seq",
+        "mask_prob", "seed", "shuffle_buffer", "pretrain_tfrecords")
+# Checkpoint keys of the step, the examples consumed and the KEYS' values.
+STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+EXAMPLES_KEY = "examples_seen/.ATTRIBUTES/VARIABLE_VALUE"
+STREAM_KEY = "data_stream/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def settings(config):
+  """The KEYS of `config` as canonical JSON."""
+  config_dict = config.to_dict()
+  return json.dumps({k: config_dict[k] for k in KEYS},
+                    sort_keys=True)
+
+
+def changed_settings(saved_json, current_json):
+  """'key old -> new' for each data-stream setting that differs."""
+  saved, current = json.loads(saved_json), json.loads(current_json)
+  return ["%s %s -> %s" % (k, json.dumps(saved.get(k)), json.dumps(current[k]))
+          for k in KEYS if saved.get(k) != current[k]]
