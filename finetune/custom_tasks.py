@@ -43,6 +43,7 @@ import re
 from finetune import custom_metrics
 from finetune import readers
 from finetune import truncation
+from finetune.classification import classification_metrics
 from finetune.classification import classification_tasks
 from finetune.tagging import tagging_tasks
 from util.errors import UserError
@@ -604,7 +605,7 @@ class CustomClassificationTask(_SentenceTask,
     return index if labelled else None
 
   def get_scorer(self, split_data):
-    return custom_metrics.ClassificationScorer(self.metric_names)
+    return classification_metrics.ClassificationScorer(self.metric_names)
 
 
 class CustomRegressionTask(_SentenceTask, classification_tasks.RegressionTask):
@@ -632,7 +633,7 @@ class CustomRegressionTask(_SentenceTask, classification_tasks.RegressionTask):
     return value
 
   def get_scorer(self, split_data):
-    return custom_metrics.RegressionScorer(self.metric_names)
+    return classification_metrics.RegressionScorer(self.metric_names)
 
 
 class CustomTaggingTask(_CustomTask, tagging_tasks.TaggingTask):

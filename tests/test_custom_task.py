@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 
 import run_finetuning
-from finetune import custom_metrics
 from finetune import custom_tasks
 from finetune import preprocessing
 from finetune import readers
 from finetune import runner
 from finetune import task_builder
 from finetune import truncation
+from finetune.classification import classification_metrics
 from tests import finetune_fixtures as ff
 from util.errors import UserError
 
@@ -633,9 +633,9 @@ def test_truncation_is_logged(rule, tmp_path, tokenizer, capsys):
 def test_macro_f1():
   labels, predictions = [0, 0, 1, 1, 2, 2], [0, 1, 1, 1, 2, 0]
   # Per-class F1: 0.5, 0.8, 2/3.
-  assert custom_metrics.macro_f1(labels, predictions) == pytest.approx(
+  assert classification_metrics.macro_f1(labels, predictions) == pytest.approx(
       100 * (0.5 + 0.8 + 2.0 / 3) / 3)
-  scorer = custom_metrics.ClassificationScorer(("macro_f1", "accuracy"))
+  scorer = classification_metrics.ClassificationScorer(("macro_f1", "accuracy"))
   scorer.update({"logits": np.eye(3)[predictions],
                  "label_ids": np.asarray(labels)})
   results = scorer.get_results()

@@ -21,6 +21,14 @@ def f1(labels, predictions, positive_label=1):
       labels, predictions, pos_label=positive_label, zero_division=0))
 
 
+def macro_f1(labels, predictions):
+  """Unweighted mean of the per-class F1 over the classes that occur in the
+  gold labels or the predictions, in percent (scikit-learn's
+  `f1_score(average="macro")`)."""
+  return 100.0 * float(sklearn_metrics.f1_score(
+      labels, predictions, average="macro", zero_division=0))
+
+
 def matthews_corrcoef(labels, predictions):
   """Matthews correlation (CoLA) x 100; 0 when a prediction is constant."""
   return 100.0 * float(sklearn_metrics.matthews_corrcoef(labels, predictions))
@@ -45,7 +53,7 @@ def spearman(labels, predictions):
 
 
 CLASSIFICATION_METRICS = {"accuracy": accuracy, "f1": f1,
-                          "mcc": matthews_corrcoef}
+                          "macro_f1": macro_f1, "mcc": matthews_corrcoef}
 REGRESSION_METRICS = {"pearson": pearson, "spearman": spearman}
 
 
@@ -71,16 +79,19 @@ class ClassificationScorer(scorer.Scorer):
 
 
 class RegressionScorer(scorer.Scorer):
-  """Pearson and Spearman correlation (STS-B); Spearman is primary as in
-  ELECTRA. Expects outputs `predictions` [n] and `label_values` [n]."""
+  """Correlations of `predictions` [n] with `label_values` [n]; the first of
+  `metric_names` is primary (Spearman by default, as in ELECTRA for STS-B)."""
 
-  primary_metric = "spearman"
+  def __init__(self, metric_names=("spearman", "pearson")):
+    super(RegressionScorer, self).__init__()
+    self._metric_names = tuple(metric_names)
+    self.primary_metric = self._metric_names[0]
 
   def get_results(self):
     out = self._concatenated()
     results = collections.OrderedDict(
         (name, REGRESSION_METRICS[name](out["label_values"],
                                         out["predictions"]))
-        for name in ("pearson", "spearman"))
+        for name in sorted(self._metric_names))
     results["num_examples"] = int(len(out["predictions"]))
     return results
