@@ -16,7 +16,6 @@ from model import electra_pretraining
 from model import encoder as encoder_lib
 from model import generator as generator_lib
 from model import heads
-from model import losses
 from model import sampling
 from tests import pretrain_fixtures as fx
 from util.errors import UserError
@@ -230,20 +229,13 @@ def test_disc_importance_weighting_reweights_masked_positions(features, clip):
 
 
 def test_both_importance_weights_are_clipped_by_the_shared_function(
-    features, monkeypatch):
+    features, clip_spy):
   model = _build(_config("hp_dist", disc_importance_weighting=True,
                          hp_dist_weight_clip=7.0,
                          disc_importance_weight_clip=3.0), features)
-  clips = []
-  shared = losses.self_normalise_and_clip
-
-  def spy(raw, weights, clip):
-    clips.append(clip)
-    return shared(raw, weights, clip)
-
-  monkeypatch.setattr(losses, "self_normalise_and_clip", spy)
+  del clip_spy.calls[:]  # Building called it too.
   model(features, training=False)
-  assert sorted(clips) == [3.0, 7.0]
+  assert sorted(clip_spy.calls) == [3.0, 7.0]
 
 
 def test_sampling_warmup_draws_from_p_g_then_p_s(features):
@@ -396,6 +388,15 @@ def test_get_config_returns_constructor_arguments(models):
   assert model.get_config() == model.config.to_dict()
 
 
+def _tokens_absent_from(features):
+  """Ids of the vocabulary that the batch (original or masked) never uses."""
+  present = set(features["masked_input_ids"].numpy().ravel()) | set(
+      features["input_ids"].numpy().ravel())
+  absent = sorted(set(range(VOCAB)) - present)
+  assert absent, "the fixture batch uses every token"
+  return absent
+
+
 @pytest.mark.parametrize("untied", [False, True])
 def test_untied_mlm_output_keeps_unseen_tokens_input_embeddings_still(
     features, untied):
@@ -405,10 +406,7 @@ def test_untied_mlm_output_keeps_unseen_tokens_input_embeddings_still(
   config = _config("mlm", electra_objective=False, untied_generator=False,
                    generator_hidden_size=1.0, untied_mlm_output=untied)
   model = _build(config, features)
-  present = set(features["masked_input_ids"].numpy().ravel()) | set(
-      features["input_ids"].numpy().ravel())
-  absent = sorted(set(range(VOCAB)) - present)
-  assert absent, "the fixture batch uses every token"
+  absent = _tokens_absent_from(features)
   table = model.generator.encoder.embeddings.embedding_table
   own = model.generator.mlm_head.output_embeddings
   assert (own is not None) == untied
@@ -432,10 +430,7 @@ def test_untied_mlm_output_also_unties_the_sampling_head(features, mode,
   config = _config(mode, untied_mlm_output=untied)
   model = _build(config, features)
   _set_sampling_bias(model, seed=3, scale=1.0)
-  present = set(features["masked_input_ids"].numpy().ravel()) | set(
-      features["input_ids"].numpy().ravel())
-  absent = sorted(set(range(VOCAB)) - present)
-  assert absent, "the fixture batch uses every token"
+  absent = _tokens_absent_from(features)
   table = model.generator.encoder.embeddings.embedding_table
   own = model.generator.sampling_head.output_embeddings
   with tf.GradientTape(persistent=True) as tape:

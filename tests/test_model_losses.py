@@ -162,16 +162,9 @@ def test_one_huge_weight_is_clipped_after_self_normalisation():
 
 
 @pytest.mark.parametrize("caller", ["hp_dist", "disc_importance"])
-def test_both_importance_weights_share_self_normalise_and_clip(monkeypatch,
+def test_both_importance_weights_share_self_normalise_and_clip(clip_spy,
                                                                caller):
-  calls = []
-  shared = losses.self_normalise_and_clip
-
-  def spy(raw, weights, clip):
-    calls.append(clip)
-    return shared(raw, weights, clip)
-
-  monkeypatch.setattr(losses, "self_normalise_and_clip", spy)
+  calls, shared = clip_spy.calls, clip_spy.original
   log_pg = tf.math.log([[0.2, 0.4]])
   log_ps = tf.math.log([[0.1, 0.3]])
   weights = tf.ones([1, 2])
