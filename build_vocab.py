@@ -15,8 +15,11 @@ from util.cli import quiet_tensorflow_startup
 
 quiet_tensorflow_startup()
 
-from model import tokenization  # pylint: disable=g-import-not-at-top
+# pylint: disable=g-import-not-at-top
+from model.tokenization import SPECIAL_TOKENS
+from pretrain.dataset_builder.vocabulary import build_vocab
 from util.cli import run_main
+# pylint: enable=g-import-not-at-top
 
 
 def parse_args(argv=None):
@@ -41,9 +44,9 @@ def main(argv=None):
   args = parse_args(argv)
   start = time.time()
   extra = [t for t in args.reserved_tokens.split(",") if t]
-  vocab = tokenization.build_vocab(
+  vocab = build_vocab(
       args.corpus_dir, args.output, vocab_size=args.vocab_size,
-      reserved_tokens=list(tokenization.SPECIAL_TOKENS) + extra,
+      reserved_tokens=list(SPECIAL_TOKENS) + extra,
       lower_case=args.lower_case)
   print("wrote %s: %d tokens in %.1f s" % (args.output, len(vocab),
                                           time.time() - start))

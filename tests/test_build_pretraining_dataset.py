@@ -11,8 +11,15 @@ import sys
 import numpy as np
 import pytest
 
-import build_pretraining_dataset as builder_lib
+import build_pretraining_dataset as cli
 from model import tokenization
+from pretrain.dataset_builder import text as text_lib
+from pretrain.dataset_builder.build import build_dataset
+from pretrain.dataset_builder.output import HELDOUT_PREFIX
+from pretrain.dataset_builder.output import TRAIN_PREFIX
+from pretrain.dataset_builder.packing import pack_document
+from pretrain.dataset_builder.tfrecord_encoding import FEATURES
+from pretrain.dataset_builder.tfrecord_encoding import serialize_examples
 from util.cli import run_main
 from util.errors import UserError
 
@@ -31,11 +38,10 @@ def tokenizer():
 def _build(tokenizer, corpus_dir, output_dir, **kwargs):
   kwargs.setdefault("max_seq_length", 64)
   kwargs.setdefault("num_shards", 3)
-  return builder_lib.build_dataset(str(corpus_dir), str(output_dir), tokenizer,
-                                   **kwargs)
+  return build_dataset(str(corpus_dir), str(output_dir), tokenizer, **kwargs)
 
 
-def _read_examples(output_dir, prefix=builder_lib.TRAIN_PREFIX):
+def _read_examples(output_dir, prefix=TRAIN_PREFIX):
   """All examples in corpus order (shard i % n holds example i)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   paths = sorted(glob.glob(os.path.join(str(output_dir), prefix + "-*")))
@@ -47,7 +53,7 @@ def _read_examples(output_dir, prefix=builder_lib.TRAIN_PREFIX):
   for i in range(sum(len(s) for s in shards)):
     feature = shards[i % len(shards)][i // len(shards)].features.feature
     examples.append({k: np.array(feature[k].int64_list.value)
-                     for k in builder_lib.FEATURES})
+                     for k in FEATURES})
   return examples
 
 
@@ -121,7 +127,7 @@ def test_pack_document_keeps_every_token():
     rng = random.Random(trial)
     lengths = [rng.choice([0, 1, 3, 20, 61, 200]) for _ in range(rng.randint(
         0, 15))]
-    spans = builder_lib.pack_document(lengths, 5, random.Random(trial), 64)
+    spans = pack_document(lengths, 5, random.Random(trial), 64)
     pos = 5
     for s, a, e in spans:
       assert s == pos < e and s < a <= e and e - s <= 61
@@ -139,8 +145,8 @@ def test_serialized_examples_parse_back():
   mask = rng.integers(0, 2, size=(6, 40))
   seg = rng.integers(0, 2, size=(6, 40))
   spec = {k: tf.io.FixedLenFeature([40], tf.int64)
-          for k in builder_lib.FEATURES}
-  for i, record in enumerate(builder_lib.serialize_examples(ids, mask, seg)):
+          for k in FEATURES}
+  for i, record in enumerate(serialize_examples(ids, mask, seg)):
     parsed = tf.io.parse_single_example(record, spec)
     assert parsed["input_ids"].numpy().tolist() == ids[i].tolist()
     assert parsed["input_mask"].numpy().tolist() == mask[i].tolist()
@@ -155,21 +161,20 @@ def _shard_bytes(output_dir):
   return out
 
 
-def test_same_bytes_whatever_the_number_of_processes(tokenizer, tmp_path):
+def test_same_bytes_whatever_the_number_of_processes(tokenizer, tmp_path,
+                                                     monkeypatch):
   # A corpus of every layout, cut into several chunks per file.
   corpus = tmp_path / "corpus"
   shutil.copytree(CORPUS, corpus)
   common = ["--corpus-dir", str(corpus), "--vocab-file", VOCAB,
             "--max-seq-length", "48", "--num-shards", "4", "--seed", "7",
             "--heldout-fraction", "0.2"]
-  old_chunk = builder_lib.CHUNK_CHARS
-  builder_lib.CHUNK_CHARS = 2000
-  try:
-    builder_lib.main(common + ["--output-dir", str(tmp_path / "p1")])
-  finally:
-    builder_lib.CHUNK_CHARS = old_chunk
+  with monkeypatch.context() as patch:
+    patch.setattr(text_lib, "CHUNK_CHARS", 2000)
+    cli.main(common + ["--output-dir", str(tmp_path / "p1")])
   # Two processes through the command line (forked workers), same chunks.
-  code = ("import sys, build_pretraining_dataset as b; b.CHUNK_CHARS = 2000; "
+  code = ("import sys, build_pretraining_dataset as b; "
+          "from pretrain.dataset_builder import text; text.CHUNK_CHARS = 2000; "
           "from util.cli import run_main; run_main(b.main, sys.argv[1:])")
   env = dict(os.environ, PYTHONPATH=ROOT)
   proc = subprocess.run(
@@ -194,7 +199,7 @@ def test_same_bytes_whatever_the_number_of_processes(tokenizer, tmp_path):
 def test_heldout_documents(tokenizer, tmp_path):
   manifest = _build(tokenizer, os.path.join(CORPUS, "wrapped"),
                     tmp_path / "out", heldout_fraction=0.3)
-  heldout = _read_examples(tmp_path / "out", builder_lib.HELDOUT_PREFIX)
+  heldout = _read_examples(tmp_path / "out", HELDOUT_PREFIX)
   train = _read_examples(tmp_path / "out")
   assert len(heldout) == manifest["examples"]["heldout"] > 0
   assert len(train) == manifest["examples"]["train"] > len(heldout)
@@ -247,30 +252,30 @@ def test_existing_output_dir(tokenizer, tmp_path):
   out = tmp_path / "out"
   out.mkdir()
   (out / "notes.txt").write_text("mine")
-  (out / (builder_lib.TRAIN_PREFIX + "-00000-of-00009")).write_bytes(b"old")
+  (out / (TRAIN_PREFIX + "-00000-of-00009")).write_bytes(b"old")
   with pytest.raises(UserError, match="not empty.*--overwrite"):
     _build(tokenizer, corpus, out)
   _build(tokenizer, corpus, out, overwrite=True)
   names = sorted(os.listdir(out))
   assert names == ["manifest.json", "notes.txt"] + [
-      builder_lib.TRAIN_PREFIX + "-%05d-of-00003" % i for i in range(3)]
+      TRAIN_PREFIX + "-%05d-of-00003" % i for i in range(3)]
 
 
 def test_command_line_errors_exit_2(tmp_path, capsys):
   with pytest.raises(SystemExit) as e:
-    run_main(builder_lib.main, [
+    run_main(cli.main, [
         "--corpus-dir", str(tmp_path / "none"), "--vocab-file", VOCAB,
         "--output-dir", str(tmp_path / "out")])
   assert e.value.code == 2
   assert "none does not exist" in capsys.readouterr().err
   with pytest.raises(SystemExit) as e:
-    run_main(builder_lib.main, [
+    run_main(cli.main, [
         "--corpus-dir", CORPUS, "--vocab-file", str(tmp_path / "v.txt"),
         "--output-dir", str(tmp_path / "out")])
   assert e.value.code == 2
   assert "v.txt does not exist" in capsys.readouterr().err
   with pytest.raises(SystemExit) as e:
-    run_main(builder_lib.main, [
+    run_main(cli.main, [
         "--corpus-dir", CORPUS, "--vocab-file", VOCAB, "--output-dir",
         str(tmp_path / "out"), "--heldout-fraction", "1.5"])
   assert e.value.code == 2
@@ -298,7 +303,7 @@ def test_sentencepiece_model(tmp_path):
       unk_piece="[UNK]", user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"],
       minloglevel=2)
   out = tmp_path / "out"
-  run_main(builder_lib.main, [
+  run_main(cli.main, [
       "--corpus-dir", os.path.join(CORPUS, "wrapped"), "--sentencepiece-model",
       str(tmp_path / "sp.model"), "--output-dir", str(out),
       "--max-seq-length", "32", "--num-shards", "1"])
@@ -335,8 +340,8 @@ def test_heldout_fraction_always_yields_heldout_examples(tokenizer, tmp_path,
   out = tmp_path / "out"
   manifest = _build(tokenizer, corpus, out, heldout_fraction=0.05,
                     blanks_separate_docs=False, num_shards=4)
-  train = _shard_counts(out, builder_lib.TRAIN_PREFIX)
-  heldout = _shard_counts(out, builder_lib.HELDOUT_PREFIX)
+  train = _shard_counts(out, TRAIN_PREFIX)
+  heldout = _shard_counts(out, HELDOUT_PREFIX)
   assert heldout and min(heldout) > 0 and min(train) > 0
   assert sum(heldout) == manifest["examples"]["heldout"] >= 1
   assert sum(train) == manifest["examples"]["train"]
@@ -346,7 +351,7 @@ def test_heldout_fraction_always_yields_heldout_examples(tokenizer, tmp_path,
     assert sum(heldout) == max(1, round(0.05 * total))
   # Every token still written once, and the names say how many shards exist.
   examples = (_read_examples(out) +
-              _read_examples(out, builder_lib.HELDOUT_PREFIX))
+              _read_examples(out, HELDOUT_PREFIX))
   tokens = sum(len(_text_tokens(ex, tokenizer)) for ex in examples)
   assert tokens == manifest["corpus_tokens"] == (
       manifest["tokens_written"]["train"] +
@@ -366,7 +371,7 @@ def test_heldout_fallback_holds_out_the_last_examples(tokenizer, tmp_path):
   assert with_heldout["heldout_unit"] == "example"
   everything = _read_examples(tmp_path / "a")
   train = _read_examples(tmp_path / "b")
-  heldout = _read_examples(tmp_path / "b", builder_lib.HELDOUT_PREFIX)
+  heldout = _read_examples(tmp_path / "b", HELDOUT_PREFIX)
   k = len(heldout)
   assert k == max(1, round(0.1 * len(everything))) == (
       with_heldout["examples"]["heldout"])
@@ -379,7 +384,7 @@ def test_heldout_fraction_zero_writes_no_heldout_shards(tokenizer, tmp_path):
   corpus = _documents_corpus(tmp_path, 3)
   manifest = _build(tokenizer, corpus, tmp_path / "out",
                     blanks_separate_docs=False)
-  assert not glob.glob(str(tmp_path / "out" / builder_lib.HELDOUT_PREFIX) +
+  assert not glob.glob(str(tmp_path / "out" / HELDOUT_PREFIX) +
                        "*")
   assert manifest["heldout_unit"] is None
   assert manifest["examples"]["heldout"] == 0
@@ -389,7 +394,7 @@ def test_fewer_examples_than_shards_writes_fewer_shards(tokenizer, tmp_path):
   corpus = _documents_corpus(tmp_path, 1, words_per_doc=60)
   manifest = _build(tokenizer, corpus, tmp_path / "out", num_shards=8,
                     blanks_separate_docs=False)
-  counts = _shard_counts(tmp_path / "out", builder_lib.TRAIN_PREFIX)
+  counts = _shard_counts(tmp_path / "out", TRAIN_PREFIX)
   assert len(counts) == manifest["examples"]["train"] < 8
   assert min(counts) == 1
   assert manifest["notes"] and "of the 8 requested" in manifest["notes"][0]
@@ -400,7 +405,7 @@ def test_corpus_too_small_to_hold_out_is_exit_2(tmp_path, capsys):
   corpus = _documents_corpus(tmp_path, 1, words_per_doc=10)
   out = tmp_path / "out"
   with pytest.raises(SystemExit) as exit_info:
-    run_main(builder_lib.main, [
+    run_main(cli.main, [
         "--corpus-dir", str(corpus), "--vocab-file", VOCAB,
         "--output-dir", str(out), "--max-seq-length", "64",
         "--heldout-fraction", "0.05", "--no-blanks-separate-docs"])

@@ -1,0 +1,98 @@
+"""The builder's output directory: its file names, its checks, manifest.json."""
+
+import os
+
+from pretrain.dataset_builder.tfrecord_encoding import FEATURES
+from util.errors import UserError
+from util.io_utils import write_json_atomic
+
+TRAIN_PREFIX = "pretrain_data.tfrecord"
+HELDOUT_PREFIX = "heldout_data.tfrecord"
+MANIFEST = "manifest.json"
+
+
+def prepare_output_dir(output_dir, overwrite):
+  """Refuses a non-empty output directory unless --overwrite; creates it.
+
+  Returns:
+    the sorted names already in output_dir (empty when it was created).
+  """
+  if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+    raise UserError("--output-dir %s is a file, not a directory." % output_dir)
+  existing = sorted(os.listdir(output_dir)) if os.path.isdir(output_dir) else []
+  if existing and not overwrite:
+    raise UserError(
+        "output directory %s is not empty (%d entries, e.g. %s); pass "
+        "--overwrite to replace its shards and manifest, or choose another "
+        "--output-dir." % (output_dir, len(existing), existing[0]))
+  os.makedirs(output_dir, exist_ok=True)
+  return existing
+
+
+def remove_old_outputs(output_dir):
+  """Deletes the shards and manifest of an earlier build (nothing else)."""
+  for name in os.listdir(output_dir):
+    if (name.startswith(TRAIN_PREFIX + "-") or
+        name.startswith(HELDOUT_PREFIX + "-") or name == MANIFEST):
+      os.remove(os.path.join(output_dir, name))
+
+
+def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
+                   heldout, heldout_unit):
+  """Writes manifest.json (atomically) and returns it.
+
+  Args:
+    output_dir: the build's output directory.
+    tally: the build's build.Tally (totals, files read and skipped).
+    settings: every setting of the build (a dict; max_seq_length among them).
+    tokenizer: the tokenizer (vocab_size and the special ids are recorded).
+    timings: dict of elapsed_seconds, cpu_seconds, setup_seconds.
+    train, heldout: the committed ShardWriters (heldout None without one).
+    heldout_unit: "document", "example" or None (no held-out set).
+  Returns:
+    the manifest, a dict.
+  """
+  totals = tally.totals
+  elapsed = timings["elapsed_seconds"]
+  total_bytes = sum(s["bytes"] for s in tally.per_file.values())
+  written = totals["train_tokens"] + totals["heldout_tokens"]
+  num_examples = totals["train_examples"] + totals["heldout_examples"]
+  manifest = {
+      "examples": {"train": totals["train_examples"],
+                   "heldout": totals["heldout_examples"]},
+      "tokens_written": {"train": totals["train_tokens"],
+                         "heldout": totals["heldout_tokens"],
+                         "total": written},
+      "corpus_tokens": totals["corpus_tokens"],
+      "coverage": written / totals["corpus_tokens"],
+      # Share of the example positions holding tokens (not padding).
+      "fill": totals["positions"] / (num_examples *
+                                     settings["max_seq_length"]),
+      "documents": totals["documents"],
+      "files": {
+          "total": tally.num_files + tally.num_listed_skipped,
+          "read": len(tally.per_file),
+          "skipped": len(tally.skipped),
+          "read_files": list(tally.per_file.values()),
+          "skipped_files": [{"path": p, "reason": r}
+                            for p, r in tally.skipped],
+      },
+      "bytes_read": total_bytes,
+      "settings": dict(settings, vocab_size=tokenizer.vocab_size),
+      "format": {"features": list(FEATURES), "dtype": "int64",
+                 "layout": "[CLS] A [SEP] B [SEP] [PAD]...",
+                 "pad_id": tokenizer.pad_id, "cls_id": tokenizer.cls_id,
+                 "sep_id": tokenizer.sep_id},
+      "elapsed_seconds": round(elapsed, 3),
+      "cpu_seconds": round(timings["cpu_seconds"], 3),
+      "setup_seconds": round(timings["setup_seconds"], 3),
+      "mb_per_second": round(total_bytes / 1e6 / max(elapsed, 1e-9), 2),
+      "shards": {"train": train.summary(),
+                 "heldout": heldout.summary() if heldout else []},
+      # "document": whole documents drawn with the fraction; "example": the
+      # draw picked no document, so the last examples were held out.
+      "heldout_unit": heldout_unit,
+      "notes": [n for n in (train.note(), heldout and heldout.note()) if n],
+  }
+  write_json_atomic(os.path.join(output_dir, MANIFEST), manifest)
+  return manifest
