@@ -19,8 +19,11 @@ from finetune import preprocessing
 from finetune import results as results_lib
 from finetune import task_builder
 from finetune.trainer import Trainer
+from interop import loader as interop_loader
 from model import checkpoints
 from util import distribution
+from util import io_utils
+from util import process_setup
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -42,12 +45,11 @@ def _check_pretrained_config(config, prefix):
   checkpoint_dir = os.path.dirname(prefix)
   candidates = [os.path.join(checkpoint_dir, "config.json"),
                 os.path.join(os.path.dirname(checkpoint_dir), "config.json")]
-  path = next((p for p in candidates if os.path.isfile(p)), None)
+  path = next((p for p in candidates if io_utils.is_file(p)), None)
   if path is None:
     return
   try:
-    with open(path) as f:
-      pretrained = json.load(f)
+    pretrained = io_utils.read_json(path)
   except ValueError as e:
     raise UserError("%s is not valid JSON: %s" % (path, e))
   model = pretrained.get("model_hparams", {})
@@ -76,14 +78,17 @@ def resolve_init_checkpoint(config):
   `init_checkpoint` None: the latest checkpoint of `<model_dir>/checkpoints`
   (an error if there is none). "none": random initialisation. Otherwise a
   checkpoint prefix, a directory of checkpoints, or a pre-training model
-  directory holding `checkpoints/`.
+  directory holding `checkpoints/`, or a Hugging Face folder or Google TF1
+  checkpoint (interop/loader.py), returned as given.
   """
   path = config.init_checkpoint
   if path == RANDOM_INIT:
     return None
+  if interop_loader.is_foreign(path):
+    return path  # HF or Google TF1: Trainer.init_encoder loads it.
   if path is None:
     path = checkpoints.pretrained_checkpoint_dir(config.model_dir)
-    if not (os.path.isdir(path) and tf.train.latest_checkpoint(path)):
+    if not (io_utils.is_dir(path) and tf.train.latest_checkpoint(path)):
       raise UserError(
           "no pre-trained checkpoint in %s. Pre-train model %r first, set "
           "hparam 'init_checkpoint' to a checkpoint, or set it to \"none\" "
@@ -143,7 +148,7 @@ def run_finetuning(config):
                     "nothing to do.")
   # squad_lib logs every window it builds at INFO level.
   absl_logging.set_verbosity(absl_logging.WARNING)
-  distribution.configure_mixed_precision(config.mixed_precision)
+  process_setup.set_up_process(config.mixed_precision, config.seed)
   strategy = distribution.get_strategy(config)
   tokenizer = preprocessing.build_tokenizer(config)
   init_checkpoint = resolve_init_checkpoint(config) if config.do_train else None

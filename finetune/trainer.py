@@ -12,7 +12,6 @@ gradients overflow is skipped and counted in the progress line.
 import collections
 import math
 import os
-import shutil
 import time
 
 import numpy as np
@@ -23,12 +22,14 @@ from finetune import layerwise_decay
 from finetune import preprocessing
 from finetune import scorer as scorer_lib
 from finetune.model import FinetuningModel
+from interop import loader as interop_loader
 from model import checkpoints
 from model import optimization
 from model import train_step as train_step_lib
 from model.encoder import build_discriminator_encoder
 from util import progress
 from util.errors import TrainingDivergedError
+from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -104,6 +105,10 @@ class Trainer(object):
     if init_checkpoint is None:
       self.log("encoder from random initialisation (init_checkpoint "
                "\"none\")")
+      return
+    if interop_loader.is_foreign(init_checkpoint):
+      interop_loader.load_into(self.model.encoder, init_checkpoint,
+                               log=self.log)
       return
     prefix = checkpoints.restore_discriminator(self.model.encoder,
                                                init_checkpoint)
@@ -187,8 +192,7 @@ class Trainer(object):
     dataset = self.strategy.experimental_distribute_dataset(
         preprocessing.train_dataset(train_data.features, batch, self.seed))
     iterator = iter(dataset)
-    if os.path.isdir(self.best_dir):
-      shutil.rmtree(self.best_dir)
+    io_utils.remove_tree(self.best_dir)
     manager = tf.train.CheckpointManager(self._checkpoint, self.best_dir,
                                          max_to_keep=1,
                                          checkpoint_name="model")

@@ -17,6 +17,7 @@ import tf_keras
 from official.modeling import tf_utils
 from official.nlp.modeling import layers as nlp_layers
 
+from model import activations  # noqa: F401 (registers "gelu_exact")
 from model.initializers import truncated_normal
 
 # Added to the attention logits of padding keys; large but finite in float32.

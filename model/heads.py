@@ -5,6 +5,7 @@ import tensorflow as tf
 import tf_keras
 from official.modeling import tf_utils
 
+from model import activations  # noqa: F401 (registers "gelu_exact")
 from model.initializers import truncated_normal
 
 

@@ -11,13 +11,26 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "[setup] creating virtual environment $venv"
   "$py" -m venv "$venv"
 fi
+# ELECTRA_TEST_DEPS=1 (scripts/test.sh sets it) adds requirements-test.txt:
+# transformers and torch, the reference the interoperability tests compare to.
+# The stamp records what was installed; a set with the test requirements
+# also satisfies a request without them.
 stamp="$venv/.electra-hp-requirements"
-want="$(cat requirements.txt constraints.txt | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+digest() { cat "$@" constraints.txt | sha256sum | cut -d' ' -f1; }
+base="base $(digest requirements.txt)"
+with_tests="tests $(digest requirements.txt requirements-test.txt)"
+reqs=(-r requirements.txt)
+want="$base"
+if [ "${ELECTRA_TEST_DEPS:-0}" = 1 ]; then
+  reqs+=(-r requirements-test.txt)
+  want="$with_tests"
+fi
+have="$(cat "$stamp" 2>/dev/null || true)"
+if [ "$have" = "$want" ] || [ "$have" = "$with_tests" ]; then
+  echo "[setup] $venv is up to date"
+else
   echo "[setup] installing requirements into $venv (a few minutes the first time)"
   "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -r requirements.txt -c constraints.txt
+  "$venv/bin/python" -m pip install -q "${reqs[@]}" -c constraints.txt
   echo "$want" > "$stamp"
-else
-  echo "[setup] $venv is up to date"
 fi

@@ -1,0 +1,102 @@
+"""Exports a model: Hugging Face folders, Google TF1 checkpoint, SavedModel.
+
+  python export_model.py --data-dir D --model-name M \\
+      --format hf|tf1|saved_model --output OUT [--hparams JSON|path]
+  python export_model.py --checkpoint SOURCE --format hf|tf1|saved_model \\
+      --output OUT [--hparams JSON|path]
+
+The first form exports the latest pre-training checkpoint of D/models/M
+(with the hparams of its config.json). The second converts any source the
+loader reads (interop/loader.py): an HF folder, a folder of HF
+`discriminator/` + `generator/`, a Google TF1 checkpoint or one of ours;
+sizes come from the source, `--hparams` adds what it does not record (the
+number of heads of a TF1 checkpoint without bert_config.json).
+
+`hf` writes OUT/discriminator (ElectraForPreTraining) and OUT/generator
+(ElectraForMaskedLM); `tf1` writes OUT/model.ckpt-<step> with Google's
+variable names, bert_config.json, generator_config.json and vocab.txt;
+`saved_model` writes a SavedModel of the discriminator whose default
+signature takes raw text (interop/saved_model.py).
+"""
+
+import argparse
+import json
+import logging
+import os
+
+from util.cli import quiet_tensorflow_startup
+from util.cli import run_main
+
+quiet_tensorflow_startup()
+
+import configure  # pylint: disable=g-import-not-at-top
+from util.errors import UserError
+
+
+def _saved_hparams(model_dir):
+  """The hparams of a pre-training run, from its config.json."""
+  path = os.path.join(model_dir, "config.json")
+  if not os.path.isfile(path):
+    raise UserError("%s not found: pre-train this model first (or give "
+                    "--checkpoint)." % path)
+  with open(path) as f:
+    saved = json.load(f)
+  # Paths and derived sizes are recomputed from the rest.
+  skip = ("model_dir", "embedding_size", "max_predictions_per_seq")
+  return {k: v for k, v in saved.items()
+          if k in configure.PretrainingConfig.FIELDS and k not in skip and
+          v is not None}
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--data-dir", help="Holds models/<model-name>/.")
+  parser.add_argument("--model-name", help="The model under <data-dir>/models.")
+  parser.add_argument("--checkpoint", help="Any loadable source instead.")
+  parser.add_argument("--format", required=True,
+                      choices=("hf", "tf1", "saved_model"))
+  parser.add_argument("--output", required=True, help="Output directory.")
+  parser.add_argument("--hparams", default="{}",
+                      help="JSON string or path to a .json file.")
+  args = parser.parse_args(argv)
+  logging.getLogger("tensorflow").setLevel(logging.ERROR)
+  user = configure.load_hparams(args.hparams)
+  if args.checkpoint is None and not (args.data_dir and args.model_name):
+    raise UserError("give --data-dir and --model-name, or --checkpoint.")
+
+  from interop import convert  # pylint: disable=g-import-not-at-top
+  from interop import hf
+  from interop import loader
+  from interop import names
+  from interop import saved_model
+  from interop import tf1
+  from model import checkpoints
+  if args.checkpoint is None:
+    model_dir = user.get("model_dir") or os.path.join(
+        args.data_dir, "models", args.model_name)
+    source = checkpoints.pretrained_checkpoint_dir(model_dir)
+    config = convert.pretraining_config(
+        args.model_name, args.data_dir,
+        convert.merge_hparams(_saved_hparams(model_dir), user))
+  else:
+    source = args.checkpoint
+    if not os.path.exists(source) and not os.path.exists(source + ".index"):
+      raise UserError("--checkpoint %s does not exist." % source)
+    config = convert.pretraining_config(
+        args.model_name or "exported", args.data_dir or ".", user,
+        source=source)
+  if args.format in ("hf", "tf1"):
+    names.refuse_relative_position(config, args.format)  # Before any work.
+  model = convert.build_model(config)
+  loader.load_into(model, source, log=print)
+  if args.format == "hf":
+    hf.export_hf(model, config, args.output)
+  elif args.format == "tf1":
+    tf1.export_tf1(model, config, args.output)
+  else:
+    saved_model.export_saved_model(model, config, args.output)
+  return 0
+
+
+if __name__ == "__main__":
+  run_main(main)

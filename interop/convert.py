@@ -1,0 +1,106 @@
+"""From any loadable source to a built, loaded pre-training model.
+
+`source_hparams` turns what a source records (HF config.json, TF1 shapes)
+into our hparams; `pretraining_config` merges them with the user's (the
+user's win, and `loader.load_into` then names any size that disagrees);
+`build_model` makes an `ElectraPretrainingModel` with its variables.
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+import configure
+from interop import hf
+from interop import loader
+from model import electra_pretraining
+from util.errors import UserError
+
+_ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                 "intermediate_size", "max_position_embeddings",
+                 "type_vocab_size", "hidden_act")
+
+
+def source_hparams(source, num_attention_heads=None):
+  """Our hparams for a HF or TF1 `source`: sizes, tying, and its vocab.txt.
+
+  Returns {} for our own checkpoints (their config.json is read instead).
+  """
+  if loader.detect(source) == "ours":
+    return {}
+  data = loader.read_source(source, num_attention_heads)
+  sizes = data["sizes"]
+  disc = sizes.get("discriminator") or sizes.get("generator")
+  hparams = dict(vocab_size=disc["vocab_size"],
+                 embedding_size=disc["embedding_size"],
+                 model_hparam_overrides={k: disc[k] for k in _ENCODER_KEYS
+                                         if k in disc})
+  default_length = configure.PretrainingConfig.FIELDS["max_seq_length"].default
+  if disc["max_position_embeddings"] < default_length:
+    hparams["max_seq_length"] = disc["max_position_embeddings"]
+  gen = sizes.get("generator")
+  if gen is not None and "discriminator" in sizes:
+    hparams["generator_hidden_size"] = (
+        float(gen["hidden_size"]) / disc["hidden_size"])
+    hparams["generator_layers"] = (
+        float(gen["num_hidden_layers"]) / disc["num_hidden_layers"])
+  tensors = data["tensors"]
+  word = "electra.embeddings.word_embeddings.weight"
+  if (word in tensors.get("generator", {}) and
+      word in tensors.get("discriminator", {}) and not np.array_equal(
+          tensors["generator"][word], tensors["discriminator"][word])):
+    hparams["untied_generator_embeddings"] = True
+  if "generator_lm_head.weight" in tensors.get("generator", {}) and not (
+      np.array_equal(tensors["generator"]["generator_lm_head.weight"],
+                     tensors["generator"].get(word))):
+    hparams["untied_mlm_output"] = True
+  directory = source if os.path.isdir(source) else os.path.dirname(source)
+  for folder in (directory, os.path.join(directory, "discriminator"),
+                 os.path.join(directory, "generator")):
+    if os.path.isfile(os.path.join(folder, "vocab.txt")):
+      hparams["vocab_file"] = os.path.join(folder, "vocab.txt")
+      break
+  return hparams
+
+
+def merge_hparams(source, user):
+  """`source` hparams under the user's; model_hparam_overrides merged."""
+  merged = dict(source)
+  merged.update(user)
+  if "model_hparam_overrides" in source and "model_hparam_overrides" in user:
+    merged["model_hparam_overrides"] = dict(
+        source["model_hparam_overrides"], **user["model_hparam_overrides"])
+  return merged
+
+
+def pretraining_config(model_name, data_dir, user_hparams, source=None,
+                       num_attention_heads=None):
+  """A `PretrainingConfig` whose sizes default to `source`'s."""
+  hparams = dict(user_hparams)
+  if source is not None:
+    hparams = merge_hparams(source_hparams(source, num_attention_heads),
+                            hparams)
+  try:
+    return configure.PretrainingConfig(model_name, data_dir, **hparams)
+  except configure.ConfigError as e:
+    raise UserError("%s (hparams taken from %s and --hparams)" % (e, source))
+
+
+def dummy_features(config):
+  """A one-example batch that builds every variable of the model."""
+  seq = min(8, config.max_seq_length)
+  preds = min(2, seq)
+  zeros = lambda n: tf.zeros([1, n], tf.int32)
+  return dict(input_ids=zeros(seq), input_mask=tf.ones([1, seq], tf.int32),
+              segment_ids=zeros(seq), masked_input_ids=zeros(seq),
+              masked_lm_positions=zeros(preds), masked_lm_ids=zeros(preds),
+              masked_lm_weights=tf.ones([1, preds]),
+              sample_seed=tf.zeros([1, 2], tf.int32))
+
+
+def build_model(config):
+  """An `ElectraPretrainingModel` of `config`, called once (variables exist)."""
+  model = electra_pretraining.ElectraPretrainingModel(config)
+  model(dummy_features(config), training=False)
+  return model

@@ -1,0 +1,234 @@
+"""Hugging Face folders: export ours, read ELECTRA and BERT ones.
+
+An exported folder (`OUT/discriminator/`, `OUT/generator/`) holds
+`config.json`, `model.safetensors`, `vocab.txt`, `tokenizer_config.json` and
+`special_tokens_map.json`, and loads with transformers'
+`ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained`.
+
+Activation names differ: our "gelu" is the tanh approximation (as Google's
+ELECTRA and tf-models-official compute it), which HF calls "gelu_new"; HF's
+"gelu" is the exact erf form, ours "gelu_exact". One difference cannot be
+mapped: HF's `ElectraGeneratorPredictions` always applies the exact erf GELU
+in the generator head, whatever `hidden_act` says, while Google's code and
+ours apply `hidden_act`. A model whose `hidden_act` is "gelu_exact" therefore
+matches HF everywhere; with "gelu" (tanh) the generator head's activation
+differs by at most 3e-4 per unit (the encoder and the discriminator match).
+"""
+
+import json
+import os
+
+from interop import names
+from interop import safetensors_io
+from util.errors import UserError
+from util.io_utils import write_json_atomic
+
+# Ours -> HF and HF -> ours.
+_TO_HF_ACT = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu",
+              "tanh": "tanh", "silu": "silu", "swish": "silu"}
+_FROM_HF_ACT = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
+                "gelu_fast": "gelu", "gelu": "gelu_exact", "relu": "relu",
+                "tanh": "tanh", "silu": "silu", "swish": "silu"}
+ARCHITECTURES = {"discriminator": "ElectraForPreTraining",
+                 "generator": "ElectraForMaskedLM"}
+# Size hparams a source fixes; checked against ours by the loader.
+SIZE_KEYS = ("vocab_size", "embedding_size", "hidden_size",
+             "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "max_position_embeddings", "type_vocab_size", "hidden_act")
+_SPECIAL = dict(unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                cls_token="[CLS]", mask_token="[MASK]")
+
+
+def hf_config(model_hparams, architecture, tie_word_embeddings=True):
+  """The `config.json` dict of an HF ElectraConfig for our `model_hparams`."""
+  m = model_hparams
+  if m["hidden_act"] not in _TO_HF_ACT:
+    raise UserError("hidden_act %r has no Hugging Face equivalent; use one "
+                    "of %s." % (m["hidden_act"], ", ".join(sorted(
+                        _TO_HF_ACT))))
+  return dict(
+      architectures=[architecture], model_type="electra",
+      vocab_size=m["vocab_size"], embedding_size=m["embedding_size"],
+      hidden_size=m["hidden_size"],
+      num_hidden_layers=m["num_hidden_layers"],
+      num_attention_heads=m["num_attention_heads"],
+      intermediate_size=m["intermediate_size"],
+      hidden_act=_TO_HF_ACT[m["hidden_act"]],
+      hidden_dropout_prob=m["hidden_dropout_prob"],
+      attention_probs_dropout_prob=m["attention_probs_dropout_prob"],
+      max_position_embeddings=m["max_position_embeddings"],
+      type_vocab_size=m["type_vocab_size"],
+      initializer_range=m["initializer_range"], layer_norm_eps=1e-12,
+      pad_token_id=0, position_embedding_type="absolute",
+      summary_type="first", summary_use_proj=True,
+      summary_activation="gelu", summary_last_dropout=0.1,
+      tie_word_embeddings=tie_word_embeddings, torch_dtype="float32")
+
+
+def sizes_from_hf_config(config, path):
+  """Our size hparams (SIZE_KEYS) from an HF ELECTRA/BERT config dict."""
+  if config.get("position_embedding_type", "absolute") != "absolute":
+    raise UserError("%s: position_embedding_type %r is not supported (only "
+                    "\"absolute\")." % (path,
+                                        config["position_embedding_type"]))
+  eps = config.get("layer_norm_eps", 1e-12)
+  if abs(eps - 1e-12) > 1e-15:
+    raise UserError("%s: layer_norm_eps %g; this model's LayerNorms use "
+                    "1e-12." % (path, eps))
+  act = config.get("hidden_act", "gelu")
+  if act not in _FROM_HF_ACT:
+    raise UserError("%s: hidden_act %r is not supported; supported: %s." % (
+        path, act, ", ".join(sorted(_FROM_HF_ACT))))
+  try:
+    sizes = {key: int(config[key]) for key in SIZE_KEYS
+             if key not in ("embedding_size", "hidden_act")}
+  except KeyError as e:
+    raise UserError("%s lacks %s." % (path, e))
+  sizes["embedding_size"] = int(config.get("embedding_size",
+                                           sizes["hidden_size"]))
+  sizes["hidden_act"] = _FROM_HF_ACT[act]
+  return sizes
+
+
+def _write_tokenizer_files(output_dir, vocab_file, do_lower_case,
+                           max_seq_length):
+  safetensors_io.copy_atomic(vocab_file,
+                             os.path.join(output_dir, "vocab.txt"))
+  write_json_atomic(os.path.join(output_dir, "special_tokens_map.json"),
+                    _SPECIAL)
+  write_json_atomic(
+      os.path.join(output_dir, "tokenizer_config.json"),
+      dict(_SPECIAL, tokenizer_class="ElectraTokenizer",
+           do_lower_case=do_lower_case, strip_accents=None,
+           tokenize_chinese_chars=True, model_max_length=max_seq_length))
+
+
+def export_hf(model, config, output_dir, log=print):
+  """Writes `model` (an `ElectraPretrainingModel`) as two HF folders.
+
+  Args:
+    model: a built `ElectraPretrainingModel` (variables exist).
+    config: its `configure.PretrainingConfig` (sizes, vocab_file,
+      do_lower_case, max_seq_length).
+    output_dir: gets `discriminator/` and `generator/`.
+  Returns {role: folder path}.
+  Raises UserError for a relative position bias (HF ELECTRA has none).
+  """
+  names.refuse_relative_position(config, "hf")
+  if not os.path.isfile(config.vocab_file):
+    raise UserError("vocab file %s not found; set hparam vocab_file." %
+                    config.vocab_file)
+  entries = names.model_entries(model, with_sampling_head=False)
+  tied = model.generator.mlm_head.output_embeddings is None
+  hparams = dict(discriminator=config.model_hparams,
+                 generator=config.generator_hparams)
+  folders = {}
+  for role in ("discriminator", "generator"):
+    tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
+               for e in entries if e.role == role}
+    folder = os.path.join(output_dir, role)
+    os.makedirs(folder, exist_ok=True)
+    safetensors_io.save(os.path.join(folder, "model.safetensors"), tensors,
+                        metadata={"format": "pt"})
+    write_json_atomic(os.path.join(folder, "config.json"), hf_config(
+        hparams[role], ARCHITECTURES[role],
+        tie_word_embeddings=tied or role == "discriminator"))
+    _write_tokenizer_files(folder, config.vocab_file, config.do_lower_case,
+                           config.max_seq_length)
+    log("exported %s: %d tensors -> %s" % (role, len(tensors), folder))
+    folders[role] = folder
+  sampling_head = getattr(model.generator, "sampling_head", None)
+  if sampling_head is not None:
+    log("not exported (no Hugging Face counterpart): the sampling head, "
+        "%d tensors" % len(sampling_head.weights))
+  return folders
+
+
+# HF key prefixes -> the ELECTRA names of interop/names.py. BERT's MLM head
+# maps onto the generator head; the rest of a BERT is the discriminator body.
+_RENAMES = (
+    ("bert.", "electra."),
+    ("cls.predictions.transform.dense.", "generator_predictions.dense."),
+    ("cls.predictions.transform.LayerNorm.",
+     "generator_predictions.LayerNorm."),
+    ("cls.predictions.decoder.weight", "generator_lm_head.weight"),
+    ("cls.predictions.bias", "generator_lm_head.bias"),
+)
+_BARE = ("embeddings.", "embeddings_project.", "encoder.")
+_HEAD_PREFIXES = ("generator_predictions.", "generator_lm_head.")
+
+
+def _normalise(name):
+  """An HF ELECTRA/BERT state-dict key in the names of interop/names.py."""
+  for old, new in _RENAMES:
+    if name.startswith(old):
+      name = new + name[len(old):]
+      break
+  if name.startswith(_BARE):
+    name = "electra." + name
+  if name.endswith(".gamma"):
+    name = name[:-len(".gamma")] + ".weight"
+  elif name.endswith(".beta"):
+    name = name[:-len(".beta")] + ".bias"
+  return name
+
+
+def is_hf_folder(path):
+  return (os.path.isdir(path) and
+          os.path.isfile(os.path.join(path, "config.json")) and
+          os.path.isfile(os.path.join(path, "model.safetensors")))
+
+
+def read_hf_folder(path):
+  """Reads one HF folder.
+
+  Returns dict: `tensors` {role: {name: array}} in the names of
+  interop/names.py and HF layout; `sizes` {role: our size hparams};
+  `ignored` [source keys no role uses]; `optional` {(role, name)} whose
+  shapes may not fit (a BERT MLM head offered to the generator).
+  """
+  config_path = os.path.join(path, "config.json")
+  try:
+    with open(config_path) as f:
+      config = json.load(f)
+  except ValueError as e:
+    raise UserError("%s is not valid JSON: %s" % (config_path, e))
+  model_type = config.get("model_type")
+  if model_type not in ("electra", "bert"):
+    raise UserError("%s: model_type %r; only \"electra\" and \"bert\" "
+                    "folders load." % (config_path, model_type))
+  architecture = (config.get("architectures") or [""])[0]
+  raw = safetensors_io.load(os.path.join(path, "model.safetensors"))
+  body, head, ignored = {}, {}, []
+  for key, value in raw.items():
+    name = _normalise(key)
+    if key == "cls.predictions.decoder.bias":
+      continue  # The same tensor as cls.predictions.bias.
+    if name.startswith(_HEAD_PREFIXES):
+      head[name] = value
+    elif name.startswith("electra.") and ".pooler." not in name:
+      body[name] = value
+    else:
+      ignored.append(key)
+  sizes = sizes_from_hf_config(config, config_path)
+  if architecture == "ElectraForMaskedLM":
+    tensors = {"generator": dict(body, **head)}
+    role_sizes = {"generator": sizes}
+    optional = set()
+  else:
+    # ElectraForPreTraining, ElectraModel, BertModel, BertForMaskedLM...:
+    # the discriminator, and a BERT's MLM head for the generator head.
+    disc = dict(body)
+    disc.update({k: v for k, v in raw.items()
+                 if k.startswith("discriminator_predictions.")})
+    ignored = [k for k in ignored
+               if not k.startswith("discriminator_predictions.")]
+    tensors = {"discriminator": disc}
+    role_sizes = {"discriminator": sizes}
+    optional = set()
+    if head:
+      tensors["generator"] = head
+      optional = {("generator", name) for name in head}
+  return dict(tensors=tensors, sizes=role_sizes, ignored=sorted(ignored),
+              optional=optional, description="Hugging Face %s folder %s" % (
+                  architecture or model_type, path))

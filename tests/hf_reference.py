@@ -1,0 +1,95 @@
+"""transformers (PyTorch) as the reference, run in its own process.
+
+TensorFlow 2.20 and torch's triton crash when loaded into one process in
+that order (a native library clash at `import triton` after `import
+tensorflow`), so the interop tests call this script with a job file instead
+of importing transformers. Only the "tf1" job imports TensorFlow, after
+torch.
+
+Usage: python tests/hf_reference.py JOBS.json
+JOBS.json: a list of jobs, each a dict with "op":
+  * "make": {"op", "class", "config" (kwargs of the config class), "folder",
+    "seed"}: a random-weight model of `class` (ElectraForPreTraining,
+    ElectraForMaskedLM, ElectraModel, BertModel, BertForMaskedLM) saved with
+    `save_pretrained` (safetensors).
+  * "tf1": {"op", "class", "config", "checkpoint", "role", "folder"}: a
+    TF1 ELECTRA checkpoint converted by transformers'
+    `load_tf_weights_in_electra` (role "discriminator" or "generator") and
+    saved to `folder`. TensorFlow is imported there, after torch.
+  * "run": {"op", "class", "folder", "inputs" (.npz with input_ids,
+    input_mask, segment_ids [batch, seq_len]), "outputs" (.npz written)}:
+    loads the folder with `class.from_pretrained` and writes `logits` (when
+    the class has them), `hidden` (the last encoder layer), float32, and
+    `missing_keys`, `unexpected_keys`, `mismatched_keys` of the loading
+    ([""] when none); with tokenizer files, `tokenized`: the ids
+    AutoTokenizer gives "w1 W2 w3".
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import transformers
+
+
+def _config_class(cls_name):
+  return (transformers.BertConfig if cls_name.startswith("Bert") else
+          transformers.ElectraConfig)
+
+
+def make(job):
+  torch.manual_seed(job.get("seed", 0))
+  config = _config_class(job["class"])(**job["config"])
+  model = getattr(transformers, job["class"])(config)
+  # Biases and LayerNorms start at 0/1; randomise them too, so every
+  # mapping is exercised.
+  with torch.no_grad():
+    for name, param in model.named_parameters():
+      if "LayerNorm" in name or name.endswith("bias"):
+        param.add_(0.1 * torch.randn_like(param))
+  model.save_pretrained(job["folder"], safe_serialization=True)
+
+
+def run(job):
+  model, info = getattr(transformers, job["class"]).from_pretrained(
+      job["folder"], output_loading_info=True)
+  model.eval()
+  data = np.load(job["inputs"])
+  ids = {key: torch.tensor(data[ours], dtype=torch.long) for key, ours in (
+      ("input_ids", "input_ids"), ("attention_mask", "input_mask"),
+      ("token_type_ids", "segment_ids"))}
+  with torch.no_grad():
+    out = model(**ids, output_hidden_states=True)
+  result = {"hidden": out.hidden_states[-1].numpy()}
+  if getattr(out, "logits", None) is not None:
+    result["logits"] = out.logits.numpy()
+  if os.path.isfile(os.path.join(job["folder"], "tokenizer_config.json")):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(job["folder"])
+    result["tokenized"] = np.array(tokenizer("w1 W2 w3")["input_ids"])
+  # What from_pretrained could not place, as arrays of names.
+  for key in ("missing_keys", "unexpected_keys", "mismatched_keys"):
+    result[key] = np.array([str(k) for k in info[key]] or [""])
+  np.savez(job["outputs"], **result)
+
+
+def from_tf1(job):
+  """transformers' own TF1-ELECTRA conversion of a checkpoint, saved."""
+  cls = getattr(transformers, job["class"])  # Loads torch (triton) first:
+  model = cls(transformers.ElectraConfig(**job["config"]))  # then TF.
+  transformers.load_tf_weights_in_electra(
+      model, model.config, job["checkpoint"],
+      discriminator_or_generator=job["role"])
+  model.save_pretrained(job["folder"], safe_serialization=True)
+
+
+def main(path):
+  with open(path) as f:
+    jobs = json.load(f)
+  for job in jobs:
+    {"make": make, "run": run, "tf1": from_tf1}[job["op"]](job)
+
+
+if __name__ == "__main__":
+  main(sys.argv[1])

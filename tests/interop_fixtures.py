@@ -1,0 +1,105 @@
+"""Shared pieces of the interop tests: tiny models, inputs, the reference run.
+
+Token ids follow tests/pretrain_fixtures.py (vocab 40). Every model here has
+random biases and LayerNorm parameters too (not just 0/1), so a tensor
+mapped to the wrong place shows in the outputs.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from model import electra_pretraining
+from tests import pretrain_fixtures as pf
+
+VOCAB_SIZE = 40
+SEQ_LEN = 16
+BATCH = 3
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write_vocab(path):
+  """A 40-token vocab.txt ([PAD] [UNK] [CLS] [SEP] [MASK], then words)."""
+  tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
+      "w%d" % i for i in range(VOCAB_SIZE - 5)]
+  with open(path, "w") as f:
+    f.write("\n".join(tokens) + "\n")
+  return str(path)
+
+
+def config(vocab_file, **hparams):
+  """A tiny `PretrainingConfig` (tests/pretrain_fixtures.py) using `vocab_file`."""
+  return pf.tiny_config(vocab_size=VOCAB_SIZE, seq_len=SEQ_LEN,
+                        vocab_file=str(vocab_file), **hparams)
+
+
+def features():
+  """A padded batch (input_mask has zeros) as numpy arrays."""
+  return pf.make_features(BATCH, SEQ_LEN, 3, VOCAB_SIZE, seed=3,
+                          as_tensors=False)
+
+
+def build(config_, randomise=True, seed=0):
+  """An `ElectraPretrainingModel` called once; optionally all its biases and
+  LayerNorm parameters moved off their 0/1 starts."""
+  model = electra_pretraining.ElectraPretrainingModel(config_)
+  model({k: tf.constant(v) for k, v in features().items()}, training=False)
+  if randomise:
+    rng = np.random.default_rng(seed)
+    for v in model.variables:
+      if any(k in v.name for k in ("bias", "gamma", "beta")):
+        v.assign_add(0.1 * rng.standard_normal(v.shape).astype(np.float32))
+  return model
+
+
+def ours(model, feats):
+  """Our outputs on `feats`: disc logits, disc hidden, gen hidden, gen MLM
+  logits at every position ([batch, seq_len(, ...)] float32 numpy)."""
+  inputs = dict(input_ids=feats["input_ids"], input_mask=feats["input_mask"],
+                segment_ids=feats["segment_ids"])
+  positions = np.tile(np.arange(SEQ_LEN, dtype=np.int32), (BATCH, 1))
+  gen = model.generator(dict(masked_input_ids=feats["input_ids"],
+                             input_mask=feats["input_mask"],
+                             segment_ids=feats["segment_ids"],
+                             masked_lm_positions=positions))
+  return dict(disc_logits=model.discriminator(inputs).numpy(),
+              disc_hidden=model.discriminator.encoder(inputs).numpy(),
+              gen_hidden=model.generator.encoder(inputs).numpy(),
+              gen_logits=gen["mlm_logits"].numpy())
+
+
+def reference(jobs, tmp_path):
+  """Runs tests/hf_reference.py on `jobs`; returns {outputs path: arrays}."""
+  jobs_path = os.path.join(str(tmp_path), "jobs.json")
+  with open(jobs_path, "w") as f:
+    json.dump(jobs, f)
+  env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="2")
+  subprocess.run([sys.executable, os.path.join(HERE, "hf_reference.py"),
+                  jobs_path], check=True, env=env, timeout=600)
+  return {job["outputs"]: dict(np.load(job["outputs"]))
+          for job in jobs if job["op"] == "run"}
+
+
+def run_job(cls, folder, inputs, outputs):
+  return {"op": "run", "class": cls, "folder": str(folder),
+          "inputs": str(inputs), "outputs": str(outputs)}
+
+
+def save_inputs(path, feats):
+  np.savez(str(path), input_ids=feats["input_ids"],
+           input_mask=feats["input_mask"], segment_ids=feats["segment_ids"])
+  return str(path)
+
+
+def max_diff(a, b):
+  return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+def loaded_cleanly(outputs):
+  """True when from_pretrained reported no missing/unexpected/mismatched."""
+  return all(list(outputs[k]) == [""] for k in (
+      "missing_keys", "unexpected_keys", "mismatched_keys"))

@@ -1,0 +1,137 @@
+"""export_model.py: a pre-training model dir -> hf -> tf1 -> ours, exactly;
+the loader behind fine-tuning's init_checkpoint; the raw-text SavedModel."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import configure
+import export_model
+from finetune import runner
+from interop import convert
+from interop import loader
+from model import tokenization
+from tests import interop_fixtures as ix
+from util.errors import UserError
+
+pytestmark = pytest.mark.slow
+
+_HPARAMS = dict(model_hparam_overrides=dict(ix.pf.TINY_MODEL),
+                vocab_size=ix.VOCAB_SIZE, max_seq_length=ix.SEQ_LEN,
+                sampling="hp_loss")
+
+
+def _pretrained_dir(tmp_path):
+  """D/models/M as pre-training leaves it: config.json + checkpoints/."""
+  data = tmp_path / "D"
+  data.mkdir()
+  ix.write_vocab(data / "vocab.txt")
+  config = configure.PretrainingConfig("M", str(data), **_HPARAMS)
+  model = ix.build(config, seed=4)
+  config.save()
+  tf.train.Checkpoint(model=model, step=tf.Variable(3, dtype=tf.int64)).save(
+      os.path.join(config.model_dir, "checkpoints", "ckpt"))
+  return str(data), model
+
+
+def test_export_hf_then_convert_to_tf1_round_trips(tmp_path):
+  data, model = _pretrained_dir(tmp_path)
+  out_hf, out_tf1 = str(tmp_path / "hf"), str(tmp_path / "tf1")
+  assert export_model.main(["--data-dir", data, "--model-name", "M",
+                            "--format", "hf", "--output", out_hf]) == 0
+  with open(os.path.join(out_hf, "generator", "config.json")) as f:
+    assert json.load(f)["hidden_size"] == 8
+  # HF -> TF1: sizes from the folders' config.json, the rest from hparams.
+  assert export_model.main(["--checkpoint", out_hf, "--format", "tf1",
+                            "--output", out_tf1]) == 0
+  assert tf.train.latest_checkpoint(out_tf1)
+  config = convert.pretraining_config("back", data, dict(_HPARAMS))
+  back = convert.build_model(config)
+  report = loader.load_into(back, out_tf1, log=lambda _: None)
+  # HF has no sampling head: it alone starts fresh after hf -> tf1.
+  sampling = {v.ref() for v in back.generator.sampling_head.weights}
+  assert sorted(report["fresh"]) == sorted(
+      v.name for v in back.generator.sampling_head.weights)
+  for a, b in zip(model.variables, back.variables):
+    if b.ref() not in sampling:
+      np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.name)
+  # The sizes came from the source; the vocab beside it is used.
+  hparams = convert.source_hparams(out_tf1)
+  assert hparams["model_hparam_overrides"]["intermediate_size"] == 64
+  assert hparams["generator_hidden_size"] == 0.25
+  assert hparams["vocab_file"] == os.path.join(out_tf1, "vocab.txt")
+
+
+def test_export_errors_are_user_errors(tmp_path):
+  with pytest.raises(UserError, match="does not exist"):
+    export_model.main(["--checkpoint", str(tmp_path / "nothing"), "--format",
+                       "hf", "--output", str(tmp_path / "o")])
+  with pytest.raises(UserError, match="config.json not found"):
+    export_model.main(["--data-dir", str(tmp_path), "--model-name", "M",
+                       "--format", "hf", "--output", str(tmp_path / "o")])
+
+
+def test_finetuning_init_checkpoint_takes_hf_folders(tmp_path):
+  data, model = _pretrained_dir(tmp_path)
+  out = str(tmp_path / "hf")
+  export_model.main(["--data-dir", data, "--model-name", "M", "--format",
+                     "hf", "--output", out])
+  from tests import finetune_fixtures as ff  # pylint: disable=g-import-not-at-top
+  for source in (out, os.path.join(out, "discriminator")):
+    config = ff.tiny_config(init_checkpoint=source, vocab_size=ix.VOCAB_SIZE,
+                            max_seq_length=ix.SEQ_LEN,
+                            model_hparam_overrides=dict(ix.pf.TINY_MODEL))
+    assert runner.resolve_init_checkpoint(config) == source
+  from model import encoder as encoder_lib  # pylint: disable=g-import-not-at-top
+  encoder = encoder_lib.build_discriminator_encoder(config)
+  feats = ix.features()
+  inputs = {k: feats[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  encoder(inputs)
+  loader.load_into(encoder, out, log=lambda _: None)
+  np.testing.assert_array_equal(encoder(inputs).numpy(),
+                                model.discriminator.encoder(inputs).numpy())
+
+
+_SERVE = """
+import sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (registers the tokenizer ops)
+served = tf.saved_model.load(sys.argv[1])
+out = served.signatures["serving_default"](text=tf.constant(sys.argv[3:]))
+np.savez(sys.argv[2], **{k: v.numpy() for k, v in out.items()})
+assert set(sys.modules) & {"tf_keras", "official", "model"} == set()
+"""
+
+
+def test_saved_model_serves_raw_text_in_a_fresh_process(tmp_path):
+  data, model = _pretrained_dir(tmp_path)
+  out = str(tmp_path / "served")
+  assert export_model.main(["--data-dir", data, "--model-name", "M",
+                            "--format", "saved_model", "--output", out]) == 0
+  texts = ["w1 W2 w3", "w4, w5 zz " + " ".join("w%d" % i for i in range(30))]
+  result = str(tmp_path / "served.npz")
+  subprocess.run([sys.executable, "-c", _SERVE, out, result] + texts,
+                 check=True, timeout=300,
+                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  served = np.load(result)
+  # Our tokenizer and Keras model on the same texts: [CLS] text [SEP],
+  # truncated to max_seq_length, padded.
+  tokenizer = tokenization.WordPieceTokenizer(os.path.join(data, "vocab.txt"))
+  ids = np.zeros((2, ix.SEQ_LEN), np.int32)
+  for row, text in enumerate(texts):
+    pieces = [2] + tokenizer.encode(text)[:ix.SEQ_LEN - 2] + [3]
+    ids[row, :len(pieces)] = pieces
+  mask = (ids > 0).astype(np.int32)
+  np.testing.assert_array_equal(served["input_ids"], ids)
+  np.testing.assert_array_equal(served["input_mask"], mask)
+  assert 1 in ids[1]  # "," and "zz" are [UNK] in both.
+  logits = model.discriminator(dict(input_ids=ids, input_mask=mask,
+                                    segment_ids=np.zeros_like(ids)))
+  want = tf.sigmoid(logits).numpy() * mask
+  assert ix.max_diff(served["replaced_probability"], want) < 1e-5

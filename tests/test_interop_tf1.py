@@ -1,0 +1,170 @@
+"""Google TF1 layout: round trip, a hand-written Google checkpoint, and
+transformers' own TF1-ELECTRA converter reading our export."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from interop import loader
+from interop import tf1
+from tests import interop_fixtures as ix
+from util.errors import UserError
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def vocab(tmp_path):
+  return ix.write_vocab(tmp_path / "vocab.txt")
+
+
+def _no_log(_):
+  pass
+
+
+def test_round_trip_ours_tf1_ours_is_exact_with_sampling_head(tmp_path, vocab):
+  config = ix.config(vocab, sampling="hp_loss", untied_mlm_output=True)
+  source = ix.build(config, seed=1)
+  prefix = tf1.export_tf1(source, config, str(tmp_path / "tf1"), step=7,
+                          log=_no_log)
+  names = dict(tf.train.list_variables(prefix))
+  assert "electra/encoder/layer_1/attention/self/query/kernel" in names
+  assert names["generator/encoder/layer_0/intermediate/dense/kernel"] == [
+      8, 32]
+  assert "generator_predictions/output_bias" in names
+  assert tf.train.load_variable(prefix, "global_step") == 7
+  target = ix.build(config, seed=2)
+  report = loader.load_into(target, str(tmp_path / "tf1"), log=_no_log)
+  assert report["kind"] == "tf1" and report["fresh"] == []
+  assert report["unused"] == []
+  assert len(source.variables) == len(target.variables) > 0
+  for a, b in zip(source.variables, target.variables):
+    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.name)
+
+
+def _google_tower(scope, embeddings_scope, hidden, layers, intermediate,
+                  with_embeddings):
+  """{name: shape} of one tower in google-research/electra's names."""
+  shapes = {}
+  if with_embeddings:
+    e = embeddings_scope + "/embeddings/"
+    shapes.update({e + "word_embeddings": [ix.VOCAB_SIZE, 16],
+                   e + "position_embeddings": [32, 16],
+                   e + "token_type_embeddings": [2, 16],
+                   e + "LayerNorm/gamma": [16], e + "LayerNorm/beta": [16]})
+  shapes[scope + "/embeddings_project/kernel"] = [16, hidden]
+  shapes[scope + "/embeddings_project/bias"] = [hidden]
+  for i in range(layers):
+    p = "%s/encoder/layer_%d/" % (scope, i)
+    for sub in ("attention/self/query", "attention/self/key",
+                "attention/self/value", "attention/output/dense"):
+      shapes[p + sub + "/kernel"] = [hidden, hidden]
+      shapes[p + sub + "/bias"] = [hidden]
+    shapes[p + "intermediate/dense/kernel"] = [hidden, intermediate]
+    shapes[p + "intermediate/dense/bias"] = [intermediate]
+    shapes[p + "output/dense/kernel"] = [intermediate, hidden]
+    shapes[p + "output/dense/bias"] = [hidden]
+    for ln in ("attention/output/LayerNorm", "output/LayerNorm"):
+      shapes[p + ln + "/gamma"] = [hidden]
+      shapes[p + ln + "/beta"] = [hidden]
+  return shapes
+
+
+def _write_google_checkpoint(directory):
+  """A TF1 pre-training checkpoint as Google's code names it (D hidden 32,
+  G hidden 8, shared embeddings), with Adam slots and global_step."""
+  shapes = _google_tower("electra", "electra", 32, 2, 64, True)
+  shapes.update(_google_tower("generator", "electra", 8, 2, 32, False))
+  shapes.update({
+      "discriminator_predictions/dense/kernel": [32, 32],
+      "discriminator_predictions/dense/bias": [32],
+      "discriminator_predictions/dense_1/kernel": [32, 1],
+      "discriminator_predictions/dense_1/bias": [1],
+      "generator_predictions/dense/kernel": [8, 16],
+      "generator_predictions/dense/bias": [16],
+      "generator_predictions/LayerNorm/gamma": [16],
+      "generator_predictions/LayerNorm/beta": [16],
+      "generator_predictions/output_bias": [ix.VOCAB_SIZE]})
+  rng = np.random.default_rng(5)
+  values = {n: rng.standard_normal(s).astype(np.float32)
+            for n, s in shapes.items()}
+  with tf.Graph().as_default():
+    variables = [tf.compat.v1.get_variable(n, initializer=tf.constant(v))
+                 for n, v in sorted(values.items())]
+    variables.append(tf.compat.v1.get_variable(
+        "electra/embeddings/word_embeddings/adam_m",
+        initializer=tf.zeros([ix.VOCAB_SIZE, 16])))
+    variables.append(tf.compat.v1.train.get_or_create_global_step())
+    saver = tf.compat.v1.train.Saver(variables)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      saver.save(session, str(directory / "model.ckpt"), global_step=100)
+  return values
+
+
+def test_google_named_tf1_checkpoint_loads(tmp_path, vocab):
+  values = _write_google_checkpoint(tmp_path)
+  config = ix.config(vocab)
+  model = ix.build(config, randomise=False)
+  # No bert_config.json: the heads come from hparams (unchecked); the other
+  # sizes from the shapes.
+  lines = []
+  report = loader.load_into(model, str(tmp_path), log=lines.append)
+  assert report["fresh"] == [] and report["unused"] == []
+  enc = model.discriminator.encoder
+  layer = enc.transformer_layers[1]
+  query = [v for v in layer.weights if "query/kernel" in v.name][0]
+  np.testing.assert_array_equal(
+      query.numpy().reshape(32, 32),
+      values["electra/encoder/layer_1/attention/self/query/kernel"])
+  np.testing.assert_array_equal(
+      model.generator.mlm_head.output_bias.numpy(),
+      values["generator_predictions/output_bias"])
+  np.testing.assert_array_equal(
+      enc.embeddings.type_embeddings.embeddings.numpy(),
+      values["electra/embeddings/token_type_embeddings"])
+
+  # With a bert_config.json beside it, its head count is checked.
+  with open(tmp_path / "bert_config.json", "w") as f:
+    json.dump({"num_attention_heads": 4, "hidden_act": "gelu"}, f)
+  with pytest.raises(UserError, match=r"num_attention_heads: 4 in the "
+                     r"source, 2 in hparams"):
+    loader.load_into(model, str(tmp_path), log=_no_log)
+  # Other shapes than the hparams: an error naming both.
+  small = ix.build(ix.config(vocab, model_hparam_overrides=dict(
+      ix.pf.TINY_MODEL, intermediate_size=48)), randomise=False)
+  (tmp_path / "bert_config.json").unlink()
+  with pytest.raises(UserError, match=r"intermediate_size: 64 in the "
+                     r"source, 48 in hparams"):
+    loader.load_into(small, str(tmp_path), log=_no_log)
+
+
+def test_transformers_tf1_converter_reads_our_export(tmp_path, vocab):
+  model = ix.build(ix.config(vocab))
+  prefix = tf1.export_tf1(model, model.config, str(tmp_path / "tf1"),
+                          log=_no_log)
+  feats = ix.features()
+  inputs = ix.save_inputs(tmp_path / "in.npz", feats)
+  sizes = dict(vocab_size=ix.VOCAB_SIZE, embedding_size=16,
+               max_position_embeddings=32, hidden_act="gelu_new")
+  jobs, outs = [], {}
+  for role, cls, hidden, heads, inter in (
+      ("discriminator", "ElectraForPreTraining", 32, 2, 64),
+      ("generator", "ElectraForMaskedLM", 8, 1, 32)):
+    folder = str(tmp_path / role)
+    jobs.append({"op": "tf1", "class": cls, "checkpoint": prefix,
+                 "role": role, "folder": folder,
+                 "config": dict(sizes, hidden_size=hidden,
+                                num_hidden_layers=2, num_attention_heads=heads,
+                                intermediate_size=inter)})
+    outs[role] = str(tmp_path / (role + ".npz"))
+    jobs.append(ix.run_job(cls, folder, inputs, outs[role]))
+  ref = ix.reference(jobs, tmp_path)
+  mine = ix.ours(model, feats)
+  disc, gen = ref[outs["discriminator"]], ref[outs["generator"]]
+  assert ix.max_diff(mine["disc_logits"], disc["logits"]) < 1e-4
+  assert ix.max_diff(mine["disc_hidden"], disc["hidden"]) < 1e-4
+  assert ix.max_diff(mine["gen_hidden"], gen["hidden"]) < 1e-4
+  assert ix.max_diff(mine["gen_logits"], gen["logits"]) < 1e-4
