@@ -4,9 +4,13 @@ Counts multiply-adds as 2 FLOPs, the dense matmuls and attention of both
 transformers, the heads and the embedding projections; a training step is
 forward + backward = 3x the forward pass. Element-wise work (softmax,
 LayerNorm, GELU, sampling) is ignored, as it is small next to the matmuls.
+
+The peak FLOP/s that MFU divides by is pretrain/peak.py's
+(`peak_flops_per_second`, re-exported here).
 """
 
-import os
+from model import samplers
+from pretrain.peak import peak_flops_per_second  # pylint: disable=unused-import
 
 
 def _encoder_forward(h, seq, num_layers, ffn, emb):
@@ -35,19 +39,7 @@ def pretraining_step_flops(config):
                       2 * d["hidden_size"])                 # RTD head
   forward += _encoder_forward(g["hidden_size"], seq, g["num_hidden_layers"],
                               g["intermediate_size"], g["embedding_size"])
-  heads = 2 if config.sampling in ("hp_loss", "hp_dist") else 1
+  heads = 2 if samplers.sampler_class(config.sampling).learns else 1
   forward += heads * _vocab_head_forward(g["hidden_size"], g["embedding_size"],
                                          g["vocab_size"], preds)
   return 3 * forward * config.train_batch_size
-
-
-def peak_flops_per_second(peak_tflops=0.0):
-  """Peak FLOP/s for MFU: `peak_tflops` if given, else a CPU estimate.
-
-  The CPU estimate assumes 2.0 GHz and 32 float32 FLOPs per cycle per core
-  (two AVX-512 FMA units); it is a rough ceiling, labelled as an estimate.
-  Returns (flops_per_second, is_estimate).
-  """
-  if peak_tflops and peak_tflops > 0:
-    return peak_tflops * 1e12, False
-  return (os.cpu_count() or 1) * 2.0e9 * 32, True

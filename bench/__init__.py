@@ -1,0 +1,1 @@
+"""Speed benchmarks (run as scripts: python bench/NAME.py); shared helpers."""

@@ -1,0 +1,156 @@
+"""The benchmarks run at tiny sizes: the peer, the input pipeline, gpu.sh."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bench import compare_peer
+from bench import harness
+from bench import input_pipeline
+from bench import peer as peer_lib
+from tests import pretrain_fixtures
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TINY_HPARAMS = {"max_predictions_per_seq": 4}
+
+
+def _tiny_config(mode="mlm", **hparams):
+  return harness.make_config("tiny", mode, 2, 32, 64, "float32",
+                             hparams=dict(_TINY_HPARAMS, **hparams))
+
+
+def _params(model, skip=()):
+  return sum(int(np.prod(v.shape)) for v in model.trainable_variables
+             if not any(s in v.name for s in skip))
+
+
+@pytest.fixture(scope="module")
+def tiny_runners():
+  """(ours in mode mlm, the peer), tiny, built once for the module."""
+  config = _tiny_config()
+  return harness.ours(config), harness.peer(config)
+
+
+def test_peer_has_our_shapes_and_a_finite_loss(tiny_runners):
+  ours, peer = tiny_runners
+  config = peer.config
+  batch = harness.make_batches(config, 1)[0]
+  assert np.isfinite(float(peer_lib.PeerModel(config).loss(batch)))
+  # Beyond ours, the peer has BERT's pooler and a next-sentence head (both
+  # unused by its loss), and its generator shares only the word embeddings
+  # of the discriminator (ours, as ELECTRA, shares position and token-type
+  # embeddings and their LayerNorm too).
+  extras = ("pooler_transform", "generator_classification_head")
+  m = config.model_hparams
+  unshared = m["embedding_size"] * (m["max_position_embeddings"] +
+                                    m["type_vocab_size"] + 2)
+  assert _params(peer.model, extras) == _params(ours.model) + unshared
+
+
+def test_step_runner_trains_the_peer(tiny_runners):
+  runner = tiny_runners[1]
+  before = [v.numpy().copy() for v in runner.model.trainable_variables]
+  wall, cpu = runner.run(harness.make_batches(runner.config), 2)
+  assert wall > 0 and cpu >= 0
+  changed = [not np.array_equal(b, v.numpy()) for b, v in
+             zip(before, runner.model.trainable_variables)]
+  assert sum(changed) > len(changed) // 2
+
+
+def test_interleaved_timing_has_one_entry_per_round(tiny_runners):
+  times = harness.time_interleaved(
+      tiny_runners, harness.make_batches(tiny_runners[0].config), rounds=2,
+      steps=1)
+  for name in ("mlm", "peer"):
+    assert len(times[name]["wall"]) == 2 and min(times[name]["wall"]) > 0
+    assert times[name]["device_peak"] is None  # no GPU here
+
+
+def test_max_batch_search_doubles_up_to_the_limit(tiny_runners):
+  runner = tiny_runners[0]
+  assert harness.find_max_batch(runner, 2, 8, 600) == (8, "limit")
+  assert harness.find_max_batch(runner, 2, 8, 0) == (None, "time cap")
+
+
+def test_report_table_shows_rows_and_skipped_configurations(tmp_path):
+  row = dict(model="hp_loss", size="small", seq_len=128, batch_size=16,
+             dtype="float32", jit=False, s_per_step=1.25, spread=3.0,
+             seq_per_s=12.8, vs_peer=1.2, mfu_probe=30.0, mfu_published=None,
+             memory_mib=900.0, max_batch=64, max_batch_stop="time cap",
+             device="cpu x2", tf_version="2.20.0")
+  skipped = dict(size="base", seq_len=512, batch_size=32, dtype="float32",
+                 jit=False, skipped="time budget spent")
+  path = tmp_path / "r.jsonl"
+  path.write_text(json.dumps(row) + "\n" + json.dumps(skipped) + "\n")
+  table = compare_peer.format_table(compare_peer._read_report(str(path)))
+  header, line = table.splitlines()[:2]
+  assert header.split()[:3] == ["model", "size", "seq"]
+  assert "1.2500" in line and "1.20x" in line and ">=64" in line
+  assert "skipped: base seq 512 batch 32 float32: time budget spent" in table
+
+
+def test_report_of_a_bad_file_is_a_user_error(tmp_path):
+  path = tmp_path / "r.jsonl"
+  path.write_text("not json\n")
+  with pytest.raises(compare_peer.UserError, match="line 1 is not JSON"):
+    compare_peer._read_report(str(path))
+
+
+def test_input_pipeline_rate_and_feed_ratio(tmp_path, capsys):
+  data = pretrain_fixtures.make_data_dir(tmp_path, num_examples=40)
+  per_second, per_cpu = input_pipeline.time_input_fn(data, 32, 8, 3, 1)
+  assert per_second > 0 and per_cpu > 0
+  assert input_pipeline.main(["--data-dir", data, "--seq-len", "32",
+                              "--batch-size", "8", "--batches", "3",
+                              "--step-seconds", "2", "--step-batch", "4"]) == 0
+  out = capsys.readouterr().out
+  assert "train step: 2.0 examples/s (batch 4 at 2 s/step)" in out
+
+
+def test_gpu_script_runs_tiny_on_cpu(tmp_path):
+  env = dict(os.environ, BENCH_TINY="1", BENCH_DIR=str(tmp_path),
+             TF_CPP_MIN_LOG_LEVEL="2", PYTHON=sys.executable)
+  proc = subprocess.run(["bash", "bench/gpu.sh"], cwd=REPO, env=env,
+                        capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  with open(tmp_path / "gpu_bench.jsonl") as f:
+    rows = [json.loads(line) for line in f]
+  assert not [r for r in rows if "skipped" in r], rows
+  got = {(r["model"], r["dtype"], r["jit"]) for r in rows}
+  assert got == {(m, d, j) for m in ("hp_loss", "peer") for d, j in
+                 (("mixed_bfloat16", True), ("float32", False))}
+  for r in rows:
+    assert r["seq_per_s"] > 0 and r["mfu_probe"] > 0 and r["vs_peer"] > 0
+    if r["dtype"] == "mixed_bfloat16":  # the max-batch search ran
+      assert r["max_batch_stop"] in ("limit", "time cap", "oom")
+  assert "MFU published" in proc.stdout and "skipped" not in proc.stdout
+
+
+class _RunnerThatFits(object):
+  """A stand-in runner whose step fails above `fits` examples."""
+
+  def __init__(self, fits, error):
+    self.config, self.fits, self.error = _tiny_config(), fits, error
+
+  def run(self, batches, unused_steps):
+    if int(batches[0]["input_ids"].shape[0]) > self.fits:
+      raise self.error
+
+
+@pytest.mark.parametrize("error", [
+    harness.tf.errors.ResourceExhaustedError(None, None, "OOM"),
+    harness.tf.errors.InternalError(None, None, "RESOURCE_EXHAUSTED: xla"),
+])
+def test_max_batch_search_stops_at_out_of_memory(error):
+  assert harness.find_max_batch(_RunnerThatFits(5, error), 1, 1024, 600) == (
+      4, "oom")
+
+
+def test_max_batch_search_raises_other_errors():
+  error = harness.tf.errors.InternalError(None, None, "a real bug")
+  with pytest.raises(harness.tf.errors.InternalError):
+    harness.find_max_batch(_RunnerThatFits(5, error), 1, 1024, 600)

@@ -1,0 +1,99 @@
+"""The MFU peak: the user's figure, published GPU peaks, the cached probe."""
+
+import json
+
+import pytest
+
+from pretrain import flops
+from pretrain import peak
+
+
+def _counting_measure(value):
+  calls = []
+
+  def measure(dtype):
+    calls.append(dtype)
+    return value
+  return measure, calls
+
+
+def test_peak_tflops_overrides_probe_and_published(tmp_path):
+  measure, calls = _counting_measure(5e10)
+  got = peak.peak_flops_per_second(2.5, "bfloat16",
+                                   cache_path=str(tmp_path / "c.json"),
+                                   measure=measure)
+  assert got == (2.5e12, "peak_tflops")
+  assert not calls and not (tmp_path / "c.json").exists()
+
+
+def test_probe_is_measured_once_then_read_from_the_cache(tmp_path):
+  path = str(tmp_path / "sub" / "peak.json")
+  measure, calls = _counting_measure(1.9e11)
+  first = peak.peak_flops_per_second(0.0, "float32", cache_path=path,
+                                     measure=measure)
+  second = peak.peak_flops_per_second(0.0, "float32", cache_path=path,
+                                      measure=measure)
+  assert first == (1.9e11, "float32 matmul probe")
+  assert second == (1.9e11, "float32 matmul probe, cached")
+  assert calls == ["float32"]
+  with open(path) as f:
+    cache = json.load(f)
+  (key, entry), = cache.items()
+  assert key == peak.cache_key(peak.cpu_name(), "float32")
+  assert entry["flops_per_second"] == 1.9e11
+  # Another dtype is another key: measured anew, both kept.
+  peak.peak_flops_per_second(0.0, "bfloat16", cache_path=path,
+                             measure=measure)
+  assert calls == ["float32", "bfloat16"]
+  with open(path) as f:
+    assert len(json.load(f)) == 2
+
+
+def test_damaged_cache_is_measured_again_and_rewritten(tmp_path):
+  path = tmp_path / "peak.json"
+  path.write_text("{not json")
+  measure, calls = _counting_measure(3e10)
+  assert peak.cached_probe_peak("float32", "dev", str(path), measure) == (
+      3e10, False)
+  assert calls == ["float32"]
+  assert json.loads(path.read_text())[peak.cache_key("dev", "float32")][
+      "flops_per_second"] == 3e10
+
+
+def test_default_cache_lives_under_xdg_cache_home(tmp_path, monkeypatch):
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  assert peak.default_cache_path() == str(
+      tmp_path / "electra-hp" / "peak_flops.json")
+
+
+@pytest.mark.parametrize("name,dtype,tf32,tflops", [
+    ("NVIDIA H200", "bfloat16", True, 989.4),
+    ("NVIDIA H200 NVL", "bfloat16", True, 835.5),
+    ("NVIDIA H100 80GB HBM3", "float32", True, 494.7),
+    ("NVIDIA H100 PCIe", "float16", True, 756.0),
+    ("NVIDIA A100-SXM4-80GB", "float32", False, 19.5),
+    ("NVIDIA A100-SXM4-80GB", "float32", True, 156.0),
+    ("NVIDIA L4", "bfloat16", True, 121.0),
+    ("Tesla T4", "float32", True, 8.1),   # no TF32 on Turing
+    ("Tesla V100-SXM2-16GB", "float16", True, 125.0),
+])
+def test_published_peaks(name, dtype, tf32, tflops):
+  assert peak.published_peak(name, dtype, tf32) == pytest.approx(tflops * 1e12)
+
+
+@pytest.mark.parametrize("name,dtype", [
+    ("Tesla T4", "bfloat16"),       # no bfloat16 tensor cores: probe instead
+    ("NVIDIA L40S", "bfloat16"),    # not in the table (and not an L4)
+    (None, "float32"),
+])
+def test_unlisted_devices_have_no_published_peak(name, dtype):
+  assert peak.published_peak(name, dtype, True) is None
+
+
+def test_probe_measures_a_plausible_rate():
+  rate = peak.measure_matmul_peak("float32", shapes=((256, 2, 2),))
+  assert 1e8 < rate < 1e15
+
+
+def test_flops_module_reexports_the_peak():
+  assert flops.peak_flops_per_second is peak.peak_flops_per_second
