@@ -9,9 +9,9 @@ generator's max-probability histograms (gen_max_prob_histograms.png).
 """
 
 import argparse
-import json
 import os
 
+from util import io_utils
 from util.cli import run_main
 from util.errors import UserError
 from util.io_utils import write_text_atomic
@@ -19,11 +19,10 @@ from util.io_utils import write_text_atomic
 
 def load_results(model_dir):
   path = os.path.join(model_dir, "results", "pretrain_eval.json")
-  if not os.path.exists(path):
+  if not io_utils.exists(path):
     raise UserError("%s not found; run run_pretraining.py with "
                     "\"do_eval\": true for that model first." % path)
-  with open(path) as f:
-    return json.load(f)
+  return io_utils.read_json(path)
 
 
 def main(argv=None):
@@ -37,7 +36,6 @@ def main(argv=None):
   table = eval_metrics.format_results_table(runs)
   print(table)
   if args.output:
-    os.makedirs(args.output, exist_ok=True)
     write_text_atomic(os.path.join(args.output, "comparison.md"), table + "\n")
     plot = eval_metrics.plot_max_prob_histogram(
         {name: r["gen_max_prob_histogram"] for name, r in runs.items()},

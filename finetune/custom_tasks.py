@@ -46,6 +46,7 @@ from finetune import truncation
 from finetune.classification import classification_metrics
 from finetune.classification import classification_tasks
 from finetune.tagging import tagging_tasks
+from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -89,8 +90,8 @@ def task_json_path(data_dir, name):
 
 
 def has_task_json(data_dir, name):
-  return data_dir is not None and os.path.isfile(task_json_path(data_dir,
-                                                                name))
+  return data_dir is not None and io_utils.is_file(task_json_path(data_dir,
+                                                                  name))
 
 
 def task_json_names(data_dir):
@@ -98,10 +99,10 @@ def task_json_names(data_dir):
   if data_dir is None:
     return []
   root = os.path.join(data_dir, "finetuning_data")
-  if not os.path.isdir(root):
+  if not io_utils.is_dir(root):
     return []
-  return sorted(name for name in os.listdir(root)
-                if os.path.isfile(os.path.join(root, name, TASK_FILE)))
+  return [name for name in io_utils.listdir(root)
+          if io_utils.is_file(os.path.join(root, name, TASK_FILE))]
 
 
 def nearest(word, choices):
@@ -127,7 +128,7 @@ def unknown_task_message(unknown, builtin, data_dir=None):
         ", ".join(custom) if custom else "none"))
     for name in unknown:
       directory = os.path.join(data_dir, "finetuning_data", name)
-      if os.path.isdir(directory) and not os.path.isfile(
+      if io_utils.is_dir(directory) and not io_utils.is_file(
           os.path.join(directory, TASK_FILE)):
         lines.append("%s exists but holds no %s." % (directory, TASK_FILE))
   lines.append("To fine-tune on your own data, put a %s (keys: type, format, "
@@ -332,7 +333,7 @@ class _CustomTask(object):
     return self._label_list
 
   def _saved_labels(self):
-    if self.config.do_train or not os.path.isfile(self.labels_path):
+    if self.config.do_train or not io_utils.is_file(self.labels_path):
       return None
     saved = readers.read_json(self.labels_path)
     labels = saved.get("labels") if isinstance(saved, dict) else None

@@ -10,6 +10,7 @@ import csv
 import json
 import os
 
+from util import io_utils
 from util.errors import UserError
 
 # One data row of a tab-separated file: its fields and where it came from.
@@ -26,13 +27,13 @@ def find_split_file(task_name, task_dir, split, filenames):
 
   Raises UserError naming the directory or every path looked for.
   """
-  if not os.path.isdir(task_dir):
+  if not io_utils.is_dir(task_dir):
     raise UserError("task %r: data directory %s does not exist; put the "
                     "task's files (%s) there." % (task_name, task_dir,
                                                    ", ".join(filenames)))
   paths = [os.path.join(task_dir, name) for name in filenames]
   for path in paths:
-    if os.path.isfile(path):
+    if io_utils.is_file(path):
       return path
   raise UserError("task %r: no %s split: looked for %s." % (
       task_name, split, " or ".join(paths)))
@@ -40,15 +41,9 @@ def find_split_file(task_name, task_dir, split, filenames):
 
 def _lines(path):
   """Yields (line number, text without the newline); names bad encodings."""
-  line_number = 0
-  try:
-    # utf-8-sig: GLUE's MRPC files start with a byte-order mark.
-    with open(path, encoding="utf-8-sig", newline="") as f:
-      for line_number, line in enumerate(f, 1):
-        yield line_number, line.rstrip("\r\n")
-  except UnicodeDecodeError as e:
-    raise UserError("%s:%d: not valid UTF-8 (%s)." % (path, line_number + 1,
-                                                      e.reason))
+  # utf8_lines drops a byte-order mark: GLUE's MRPC files start with one.
+  for line_number, line in utf8_lines(path):
+    yield line_number, line.rstrip("\r\n")
 
 
 def read_tsv(path, has_header):
@@ -128,8 +123,7 @@ def read_conll(path, labelled):
 def read_json(path):
   """Parses a JSON file; a syntax error names the file, line and column."""
   try:
-    with open(path, encoding="utf-8-sig") as f:
-      return json.load(f)
+    return json.loads(io_utils.read_text(path, encoding="utf-8-sig"))
   except ValueError as e:
     if isinstance(e, json.JSONDecodeError):
       raise UserError("%s:%d: not valid JSON at column %d: %s." % (
@@ -147,16 +141,15 @@ def utf8_lines(path):
   """Yields (line number, line with its ending) of a UTF-8 file (a leading
   byte-order mark dropped); a bad byte is an error naming its line (decoded
   line by line, so the line is exact)."""
-  with open(path, "rb") as f:
-    for line_number, raw in enumerate(f, 1):
-      if line_number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-      try:
-        yield line_number, raw.decode("utf-8")
-      except UnicodeDecodeError as e:
-        raise UserError("%s:%d: not valid UTF-8 (%s at byte %d of the line); "
-                        "save the file as UTF-8." % (path, line_number,
-                                                     e.reason, e.start + 1))
+  for line_number, raw in enumerate(io_utils.iter_lines(path), 1):
+    if line_number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+      raw = raw[3:]
+    try:
+      yield line_number, raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise UserError("%s:%d: not valid UTF-8 (%s at byte %d of the line); "
+                      "save the file as UTF-8." % (path, line_number,
+                                                   e.reason, e.start + 1))
 
 
 def check_utf8(path):

@@ -17,6 +17,9 @@ from util.errors import UserError
 def resolve_checkpoint(path):
   """A checkpoint prefix from a prefix, a directory of checkpoints (its
   latest) or a pre-training model directory holding `checkpoints/`."""
+  # A prefix first: on ram:// every prefix of a file name is a "directory".
+  if path and tf.io.gfile.exists(path + ".index"):
+    return path
   if (path and tf.io.gfile.isdir(path) and not tf.train.latest_checkpoint(path)
       and tf.io.gfile.isdir(pretrained_checkpoint_dir(path))):
     path = pretrained_checkpoint_dir(path)
@@ -29,6 +32,16 @@ def resolve_checkpoint(path):
     raise UserError("checkpoint %s not found (expected %s.index)." %
                     (path, path))
   return path
+
+
+def load_checkpoint(prefix):
+  """A `tf.train.CheckpointReader` of the checkpoint at `prefix`.
+
+  `tf.train.load_checkpoint` takes a prefix that `tf.io.gfile.isdir` calls a
+  directory for one (on ram://, where every prefix of a file name is one),
+  so this opens the prefix itself.
+  """
+  return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
 def discriminator_checkpoint(encoder):
@@ -50,7 +63,7 @@ def restore_discriminator(encoder, path):
   # An encoder without the bias would restore "fine" and silently drop it.
   has_relative = any(
       name.startswith("model/discriminator/encoder/relative_position_bias/")
-      for name, _ in tf.train.list_variables(prefix))
+      for name in load_checkpoint(prefix).get_variable_to_shape_map())
   if has_relative and encoder.relative_position_bias is None:
     raise UserError("checkpoint %s was pre-trained with a relative position "
                     "bias; set hparam 'relative_position' to true (and the "

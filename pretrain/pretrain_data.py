@@ -4,8 +4,9 @@ Shards (build_pretraining_dataset.py) hold tf.train.Example records with int64
 features input_ids, input_mask and segment_ids, each max_seq_length long.
 
 One input pipeline (one per host under tf.distribute) does
-  sorted glob -> its share of the files (or of the examples, when there are
-  fewer files than pipelines) -> per epoch [training: a seeded file order] ->
+  sorted glob -> [training: its share of the files, every n-th of them; an
+  error when there are fewer files than pipelines] -> per epoch [training: a
+  seeded file order] ->
   deterministic parallel interleave, each record tagged with its file key
   (from seed, epoch and file index) and its record index -> [training:
   seeded shuffle of the raw records] -> batch (drop_remainder) -> parse to
@@ -22,7 +23,13 @@ epoch number is known.
 Training and evaluation both repeat (unless num_epochs is given): evaluation
 reads the shards in a fixed order (sorted, interleaved) without shuffling, so num_eval_steps batches
 always exist even for a small held-out set; a second pass over it is masked
-with the next epoch's seeds.
+with the next epoch's seeds. With several input pipelines, evaluation reads
+all held-out files on every pipeline and each takes every n-th example.
+
+Workers (MultiWorkerMirroredStrategy): the global batch is split evenly over
+the pipelines, so a run of S steps consumes S x train_batch_size examples
+whatever the number of workers; a resume skips `skip_examples / n` examples
+of each pipeline's own stream, which is where that pipeline stopped.
 """
 
 import contextlib
@@ -37,7 +44,6 @@ from pretrain.masking import mask_batch
 from util.errors import UserError
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
-SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
 
 # Separate stateless streams derived from the one user seed.
 _ORDER_STREAM = 1
@@ -48,13 +54,13 @@ _PARSE_ERROR = re.compile(r"ParseExample|ParseSingleExample|serialized Example")
 
 
 def read_special_ids(vocab_file):
-  """Returns {token: id} for [PAD] [CLS] [SEP] [MASK] of a vocab.txt.
+  """Returns {token: id} for `tokenization.SPECIAL_TOKENS` of a vocab.txt.
 
   Raises:
     UserError: the vocab is missing or lacks a special token (names it).
   """
   vocab = tokenization.load_vocab(vocab_file)
-  return {token: vocab[token] for token in SPECIAL_TOKENS}
+  return {token: vocab[token] for token in tokenization.SPECIAL_TOKENS}
 
 
 def find_shards(file_pattern, hparam="pretrain_tfrecords"):
@@ -188,7 +194,18 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
   """
   files = list(files)
   file_ids = list(range(len(files))) if file_ids is None else list(file_ids)
-  shard_files = len(files) >= num_input_pipelines
+  # Training: each pipeline reads its own files. Evaluation: every pipeline
+  # reads all (small) held-out files and takes every n-th example, so the
+  # examples of the first k global batches do not depend on the workers.
+  shard_files = is_training and num_input_pipelines > 1
+  if shard_files and len(files) < num_input_pipelines:
+    raise UserError(
+        "%d input pipelines (one per worker) but only %d non-empty training "
+        "shard file(s) (%s ...): each worker reads its own files. Rebuild "
+        "the data with build_pretraining_dataset.py --num-shards %d (or a "
+        "multiple of %d, for equal shares)." % (
+            num_input_pipelines, len(files), files[0], num_input_pipelines,
+            num_input_pipelines))
   mine = list(range(len(files)))
   if shard_files:
     mine = mine[input_pipeline_id::num_input_pipelines]
@@ -223,7 +240,7 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
   dataset = epochs.flat_map(read_epoch)
   if not shard_files and num_input_pipelines > 1:
     # Sharding the endless stream (not each epoch) keeps every pipeline fed
-    # even when there are fewer examples than pipelines.
+    # even when there are fewer held-out examples than pipelines.
     dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
   if is_training:
     dataset = dataset.shuffle(shuffle_buffer, seed=seed)

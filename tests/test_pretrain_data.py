@@ -275,10 +275,12 @@ def test_eval_reads_in_order_and_repeats(tmp_path):
                         for r in rows[len(all_ids):2 * len(all_ids)]]
 
 
-@pytest.mark.parametrize("num_files", [4, 1])  # shard files / shard examples
-def test_two_replicas_split_the_data(tmp_path, num_files):
+# Training shards files, evaluation examples (also of a single file).
+@pytest.mark.parametrize("is_training,num_files", [(True, 4), (False, 1)])
+def test_two_replicas_split_the_data(tmp_path, is_training, num_files):
   all_ids = make_data(tmp_path, num_files=num_files, per_file=48 // num_files)
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), True, num_epochs=1)
+  fn = pretrain_data.get_input_fn(make_config(tmp_path, eval_batch_size=8),
+                                  is_training, num_epochs=1)
   single = by_example(unbatch(fn()))
   assert sorted(single) == sorted(all_ids)
   parts = []
@@ -378,7 +380,7 @@ def test_special_ids_come_from_the_vocab(tmp_path):
   with open(tmp_path / "vocab.txt", "w") as f:
     f.write("a\n[SEP]\n[PAD]\n[MASK]\n[UNK]\n[CLS]\n")
   ids = pretrain_data.read_special_ids(str(tmp_path / "vocab.txt"))
-  assert ids == {"[SEP]": 1, "[PAD]": 2, "[MASK]": 3, "[CLS]": 5}
+  assert ids == {"[SEP]": 1, "[PAD]": 2, "[MASK]": 3, "[UNK]": 4, "[CLS]": 5}
 
 
 def test_skip_examples_continues_the_stream_at_another_batch_size(tmp_path):

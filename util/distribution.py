@@ -9,10 +9,16 @@ import tf_keras
 from util.errors import UserError
 
 
+def dtype_policy_name(mixed_precision):
+  """The tf_keras policy of hparam `mixed_precision`: "float32",
+  "bfloat16" or "float16" -> float32, mixed_bfloat16, mixed_float16."""
+  return {"float32": "float32", "bfloat16": "mixed_bfloat16",
+          "float16": "mixed_float16"}[mixed_precision]
+
+
 def configure_mixed_precision(mixed_precision):
   """Sets the global tf_keras dtype policy: "float32", "bfloat16", "float16"."""
-  policy = {"float32": "float32", "bfloat16": "mixed_bfloat16",
-            "float16": "mixed_float16"}[mixed_precision]
+  policy = dtype_policy_name(mixed_precision)
   tf_keras.mixed_precision.set_global_policy(policy)
   return policy
 
@@ -49,6 +55,9 @@ def get_strategy(config):
   with `num_cpu_devices` > 1, the CPU split into that many logical devices
   (for testing). "multi_worker_mirrored": cluster from the TF_CONFIG
   environment variable. "tpu": `tpu_name` / `tpu_zone` / `gcp_project`.
+  Every caller uses the strategy the same way (`distribute_datasets_from_
+  function`, `strategy.run` in a `tf.function`, `reduce`/`gather`); the TPU
+  differs from the others only in its cluster resolver (`tpu_resolver`).
   """
   name = config.strategy
   if name == "default":
@@ -66,9 +75,26 @@ def get_strategy(config):
     split_cpu_if_asked(config)
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
+    return tf.distribute.TPUStrategy(tpu_resolver(config))
+  raise UserError("unknown strategy %r." % name)
+
+
+def tpu_resolver(config):
+  """Finds, connects to and initialises the Cloud TPU of the config.
+
+  Raises:
+    UserError: the TPU named by hparams tpu_name / tpu_zone / gcp_project
+      cannot be found or reached.
+  """
+  try:
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
         tpu=config.tpu_name, zone=config.tpu_zone, project=config.gcp_project)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)
-  raise UserError("unknown strategy %r." % name)
+  # OSError: the TPU's address is looked up over the network (URLError).
+  except (ValueError, OSError, tf.errors.OpError) as e:
+    raise UserError("cannot reach the Cloud TPU %r (hparams 'tpu_name', "
+                    "'tpu_zone', 'gcp_project'): %s. Check the name with "
+                    "`gcloud compute tpus list` and run on a VM that can "
+                    "reach it." % (config.tpu_name, str(e).splitlines()[0]))
+  return resolver

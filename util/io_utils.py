@@ -1,47 +1,137 @@
-"""Atomic file writes and small I/O helpers shared by every stage."""
+"""File I/O through `tf.io.gfile`, shared by every stage.
+
+Every path may be local or on any filesystem TensorFlow knows (`gs://`,
+`ram://`, ...), so that data, vocabularies, configs, checkpoints and results
+can live in a Cloud Storage bucket for a Cloud TPU run. TensorFlow is
+imported on first use, so that importing this module (configure.py does)
+stays cheap and leaves TensorFlow's start-up to the entry points.
+"""
 
 import json
-import os
-import tempfile
+import posixpath
+import uuid
 
 from util.errors import UserError
+
+
+def _tf():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf
 
 
 def write_bytes_atomic(path, data):
   """Writes `data` to `path` so readers see the old file or the new one, never half.
 
-  The bytes go to a temporary file in the same directory, are flushed to disk
-  and renamed over `path` (rename is atomic within one filesystem).
+  The bytes go to a temporary name in the same directory (created if
+  missing), which is then renamed over `path` with
+  `tf.io.gfile.rename(overwrite=True)`. On a local disk (and `ram://`) the
+  rename is atomic. On object stores without atomic rename, such as GCS,
+  gfile's rename copies the temporary object to `path` and deletes it: an
+  object only ever appears whole, so readers still never see half a file,
+  but for a moment both names exist, and two concurrent writers of one
+  path leave whichever copy finished last. The data is not fsync'ed.
   """
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+  tf = _tf()
+  directory = posixpath.dirname(path)
+  if directory:
+    tf.io.gfile.makedirs(directory)
+  tmp = posixpath.join(directory, ".tmp-%s-%s" % (posixpath.basename(path),
+                                                  uuid.uuid4().hex))
   try:
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files.
-    with os.fdopen(fd, "wb") as f:
+    with tf.io.gfile.GFile(tmp, "wb") as f:
       f.write(data)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
   except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+    if tf.io.gfile.exists(tmp):
+      tf.io.gfile.remove(tmp)
     raise
 
 
 def check_writable(directory):
   """Creates `directory` if needed; a UserError if files cannot be made there."""
+  tf = _tf()
+  probe = posixpath.join(directory, ".tmp-write-check-" + uuid.uuid4().hex)
   try:
-    os.makedirs(directory, exist_ok=True)
-    fd, probe = tempfile.mkstemp(prefix=".tmp-write-check-", dir=directory)
-    os.close(fd)
-    os.remove(probe)
-  except OSError as e:
+    tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(probe, "wb") as f:
+      f.write(b"")
+    tf.io.gfile.remove(probe)
+  except tf.errors.OpError as e:
     raise UserError("cannot write to %s (%s); choose another --data-dir or "
                     "--model-name, or fix its permissions." % (
-                        directory, e.strerror or e))
+                        directory, e.message))
+
+
+def exists(path):
+  """Whether a file or directory is at `path` (any gfile path)."""
+  return _tf().io.gfile.exists(path)
+
+
+def is_dir(path):
+  """Whether `path` (any gfile path) is a directory."""
+  return _tf().io.gfile.isdir(path)
+
+
+def is_file(path):
+  """Whether a file (not a directory) is at `path` (any gfile path)."""
+  return exists(path) and not is_dir(path)
+
+
+def listdir(path):
+  """The names in directory `path` (any gfile path), sorted."""
+  return sorted(name.rstrip("/") for name in _tf().io.gfile.listdir(path))
+
+
+def remove_tree(path):
+  """Deletes the directory `path` and everything in it, if it exists."""
+  if is_dir(path):
+    _tf().io.gfile.rmtree(path)
+
+
+def iter_lines(path, block_size=1 << 20):
+  """Yields the lines of the file at `path` as bytes, each with its b"\n"
+  (the last one without, if the file does not end in one). Read in blocks,
+  so a large file is never held whole."""
+  with _tf().io.gfile.GFile(path, "rb") as f:
+    rest = b""
+    while True:
+      block = f.read(block_size)
+      if not block:
+        break
+      lines = (rest + block).split(b"\n")
+      rest = lines.pop()
+      for line in lines:
+        yield line + b"\n"
+  if rest:
+    yield rest
+
+
+def glob(pattern):
+  """The paths matching `pattern` (any gfile path), sorted."""
+  return sorted(_tf().io.gfile.glob(pattern))
+
+
+def read_bytes(path):
+  """The bytes of the file at `path` (any gfile path); FileNotFoundError
+  when there is none, OSError when it cannot be read."""
+  tf = _tf()
+  try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      return f.read()
+  except tf.errors.NotFoundError:
+    raise FileNotFoundError(path) from None
+  except tf.errors.OpError as e:
+    raise OSError(e.message) from None
+
+
+def read_text(path, encoding="utf-8"):
+  """The text of the file at `path` (any gfile path), decoded."""
+  return read_bytes(path).decode(encoding)
+
+
+def read_json(path):
+  """The JSON document of the file at `path` (any gfile path)."""
+  return json.loads(read_text(path))
 
 
 def write_text_atomic(path, text):
