@@ -12,7 +12,9 @@ import difflib
 import json
 import os
 
+from model import samplers
 from util.errors import UserError
+from util import io_utils
 from util.io_utils import write_json_atomic
 
 
@@ -21,13 +23,46 @@ class ConfigError(UserError):
 
 
 class Field(object):
-  """A hyperparameter: default value, accepted type(s), and what it means."""
+  """A hyperparameter: default value, accepted type(s), and what it means.
 
-  def __init__(self, default, types, doc, choices=None):
+  Args:
+    default: the value when neither a preset nor the user sets one.
+    types: accepted Python type(s).
+    doc: what it means (README's tables say the same).
+    choices: the accepted values, if a closed set.
+    min, max: the accepted range of a number (None: unbounded), inclusive
+      unless `exclusive` names the end ("min", "max" or both). Checked on
+      the final value, after presets and derivations; None always passes.
+  """
+
+  def __init__(self, default, types, doc, choices=None,
+            min=None, max=None,  # pylint: disable=redefined-builtin
+               exclusive=()):
     self.default = default
     self.types = types if isinstance(types, tuple) else (types,)
     self.doc = doc
     self.choices = choices
+    self.min, self.max = min, max
+    self.exclusive = (exclusive,) if isinstance(exclusive, str) else tuple(
+        exclusive)
+
+  def range_error(self, value):
+    """A description of the range `value` falls outside, or None."""
+    if value is None or (self.min is None and self.max is None):
+      return None
+    low_open, high_open = "min" in self.exclusive, "max" in self.exclusive
+    below = self.min is not None and (value <= self.min if low_open
+                                      else value < self.min)
+    above = self.max is not None and (value >= self.max if high_open
+                                      else value > self.max)
+    if not (below or above):
+      return None
+    if self.max is None:
+      return "%s %r" % (">" if low_open else ">=", self.min)
+    if self.min is None:
+      return "%s %r" % ("<" if high_open else "<=", self.max)
+    return "in %s%r, %r%s" % ("(" if low_open else "[", self.min, self.max,
+                              ")" if high_open else "]")
 
 
 # Transformer sizes of docs/method.md §14 (ELECTRA's released models).
@@ -54,7 +89,8 @@ _RUN_FIELDS = dict(
                    choices=("default", "mirrored", "multi_worker_mirrored",
                             "tpu")),
     num_cpu_devices=Field(0, int, "With strategy 'mirrored' and no GPU: split "
-                          "the CPU into this many logical devices (testing)."),
+                          "the CPU into this many logical devices (testing).",
+                          min=0),
     mixed_precision=Field("float32", str, "Compute dtype policy; sampling and "
                           "losses stay in float32.",
                           choices=("float32", "bfloat16", "float16")),
@@ -62,7 +98,8 @@ _RUN_FIELDS = dict(
     initial_loss_scale=Field(32768.0, (float, int), "Initial dynamic loss "
                              "scale under float16 (tf_keras' default 2^15); "
                              "it halves on every step whose gradients "
-                             "overflow, and that step is skipped."),
+                             "overflow, and that step is skipped.",
+                             min=0, exclusive="min"),
     tpu_name=Field(None, (str, type(None)), "Cloud TPU name (strategy tpu)."),
     tpu_zone=Field(None, (str, type(None)), "Cloud TPU zone."),
     gcp_project=Field(None, (str, type(None)), "GCP project of the TPU."),
@@ -74,33 +111,38 @@ _RUN_FIELDS = dict(
                          "None takes the model size's."),
     vocab_size=Field(30522, int, "Vocabulary size; must match vocab.txt."),
     do_lower_case=Field(True, bool, "Lower-case (and strip accents) text."),
-    max_seq_length=Field(128, int, "Tokens per example."),
-    learning_rate=Field(5e-4, (float, int), "Peak learning rate."),
+    max_seq_length=Field(128, int, "Tokens per example.", min=1),
+    learning_rate=Field(5e-4, (float, int), "Peak learning rate.", min=0),
     weight_decay_rate=Field(0.01, (float, int), "AdamW weight decay (not on "
-                            "LayerNorm or bias)."),
+                            "LayerNorm or bias).", min=0),
     debug=Field(False, bool, "Tiny run: few steps, small batches."),
-    log_every=Field(100, int, "Steps between progress lines."),
+    log_every=Field(100, int, "Steps between progress lines.", min=1),
     peak_tflops=Field(0.0, (float, int), "Peak TFLOP/s of one replica's "
-                      "device for MFU; 0 estimates the CPU's."),
+                      "device for MFU; 0: the GPU's published "
+                      "peak, else a cached matmul probe (pretrain/peak.py).",
+                      min=0),
 )
 
 _PRETRAIN_FIELDS = dict(
     do_train=Field(True, bool, "Pre-train."),
     do_eval=Field(False, bool, "Evaluate the last checkpoint."),
     electra_objective=Field(True, bool, "False trains a plain MLM (BERT)."),
-    gen_weight=Field(1.0, (float, int), "Weight of the MLM loss."),
+    gen_weight=Field(1.0, (float, int), "Weight of the MLM loss.", min=0),
     disc_weight=Field(50.0, (float, int), "lambda_D, weight of the "
-                      "discriminator loss."),
-    mask_prob=Field(0.15, (float, int), "Fraction of tokens masked."),
+                      "discriminator loss.", min=0),
+    mask_prob=Field(0.15, (float, int), "Fraction of tokens masked.",
+                    min=0, max=1, exclusive=("min", "max")),
     lr_decay_power=Field(1.0, (float, int), "1.0 is linear decay to 0."),
-    num_warmup_steps=Field(10000, int, "Linear warmup steps."),
-    iterations_per_loop=Field(200, int, "Train steps per tf.function call."),
-    save_checkpoints_steps=Field(1000, int, "Steps between checkpoints."),
-    num_train_steps=Field(1000000, int, "Total train steps."),
-    num_eval_steps=Field(100, int, "Eval batches."),
-    keep_checkpoint_max=Field(5, int, "Checkpoints kept."),
+    num_warmup_steps=Field(10000, int, "Linear warmup steps.", min=0),
+    iterations_per_loop=Field(200, int, "Train steps per tf.function call.",
+                              min=1),
+    save_checkpoints_steps=Field(1000, int, "Steps between checkpoints.",
+                                 min=1),
+    num_train_steps=Field(1000000, int, "Total train steps.", min=1),
+    num_eval_steps=Field(100, int, "Eval batches.", min=1),
+    keep_checkpoint_max=Field(5, int, "Checkpoints kept.", min=1),
     eval_every=Field(0, int, "Evaluate every this many steps (0: only at "
-                     "the end with do_eval)."),
+                     "the end with do_eval).", min=0),
     untied_generator_embeddings=Field(False, bool, "Give G its own "
                                       "embeddings."),
     untied_mlm_output=Field(False, bool, "G's MLM head (and in HP modes the "
@@ -110,40 +152,51 @@ _PRETRAIN_FIELDS = dict(
     untied_generator=Field(True, bool, "G is its own transformer (ELECTRA's "
                            "default); False shares D's weights."),
     generator_layers=Field(1.0, (float, int), "G's layers as a fraction of "
-                           "D's."),
+                           "D's.", min=0, max=1, exclusive="min"),
     generator_hidden_size=Field(0.25, (float, int), "G's hidden size as a "
-                                "fraction of D's."),
+                                "fraction of D's.",
+                                min=0, max=1, exclusive="min"),
     disallow_correct=Field(False, bool, "Never sample the original token."),
-    temperature=Field(1.0, (float, int), "Sampling temperature of p_G."),
-    train_batch_size=Field(128, int, "Global train batch."),
-    eval_batch_size=Field(128, int, "Global eval batch."),
-    adam_epsilon=Field(1e-6, (float, int), "AdamW epsilon."),
-    clip_norm=Field(1.0, (float, int), "Gradient clipping global norm."),
+    temperature=Field(1.0, (float, int), "Sampling temperature of p_G.",
+                      min=0, exclusive="min"),
+    train_batch_size=Field(128, int, "Global train batch.", min=1),
+    gradient_accumulation_steps=Field(
+        1, int, "Split each replica's batch into this many micro-batches "
+        "run in turn, one update per train_batch_size: the same update with "
+        "a fraction of the activation memory.", min=1),
+    eval_batch_size=Field(128, int, "Global eval batch.", min=1),
+    adam_epsilon=Field(1e-6, (float, int), "AdamW epsilon.", min=0),
+    clip_norm=Field(1.0, (float, int), "Gradient clipping global norm.", min=0),
     # Learned replacement sampling (docs/method.md §4-§12).
     sampling=Field("mlm", str, "Replacement sampler: 'mlm' (ELECTRA, from "
-                   "p_G), 'uniform', 'hp_loss' or 'hp_dist'.",
-                   choices=("mlm", "uniform", "hp_loss", "hp_dist")),
+                   "p_G), 'uniform', 'hp_loss' or 'hp_dist' "
+                   "(model/samplers.py).", choices=samplers.NAMES),
     focal_gamma=Field(0.0, (float, int), "Focal MLM loss gamma; 0 is "
-                      "cross-entropy. Our choice: 0 default, 1 in HP runs."),
+                      "cross-entropy. Our choice: 0 default, 1 in HP runs.",
+                      min=0),
     sampling_weight=Field(1.0, (float, int), "lambda_S, weight of the "
-                          "sampling-head loss."),
+                          "sampling-head loss.", min=0),
     sampling_warmup_steps=Field(0, int, "Sample from p_G for this many steps "
-                                "while the sampling head trains."),
+                                "while the sampling head trains.", min=0),
     disc_importance_weighting=Field(False, bool, "Weight D's loss at masked "
                                     "positions by p_G/p_S (ablation)."),
     disc_importance_weight_clip=Field(10.0, (float, int), "Clip of the "
                                       "self-normalised p_G/p_S weights of "
-                                      "disc_importance_weighting."),
+                                      "disc_importance_weighting.",
+                                      min=0, exclusive="min"),
     hp_dist_weight_clip=Field(10.0, (float, int), "HP-Dist: clip the "
-                              "self-normalised importance weights here."),
+                              "self-normalised importance weights here.",
+                              min=0, exclusive="min"),
     hp_loss_min_estimate=Field(1e-6, (float, int), "HP-Loss: clamp L^_D "
-                               "from below before its log."),
+                               "from below before its log.",
+                               min=0, exclusive="min"),
     relative_position=Field(False, bool, "T5-style relative position bias in "
                             "G and D."),
-    relative_num_buckets=Field(32, int, "Relative position buckets."),
-    relative_max_distance=Field(128, int, "Largest bucketed distance."),
+    relative_num_buckets=Field(32, int, "Relative position buckets.", min=1),
+    relative_max_distance=Field(128, int, "Largest bucketed distance.", min=1),
     max_predictions_per_seq=Field(None, (int, type(None)), "None: "
-                                  "int((mask_prob + 0.005) * max_seq_length)."),
+                                  "int((mask_prob + 0.005) * max_seq_length).",
+                                  min=1),
     pretrain_tfrecords=Field(None, (str, type(None)), "Shard glob; default "
                              "<data-dir>/pretrain_tfrecords/"
                              "pretrain_data.tfrecord*."),
@@ -153,12 +206,14 @@ _PRETRAIN_FIELDS = dict(
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
     init_checkpoint=Field(None, (str, type(None)), "Warm start: a "
-                          "pre-training checkpoint (prefix or directory) "
+                          "pre-training checkpoint (prefix or directory), "
+                          "Hugging Face folder(s) or a Google TF1 checkpoint "
+                          "(interop/loader.py) "
                           "whose model weights start a run whose model dir "
                           "has no checkpoint yet. Weights it lacks (e.g. D's "
                           "head after a plain MLM) start fresh; the "
                           "optimizer and step start at 0."),
-    shuffle_buffer=Field(10000, int, "Examples in the shuffle buffer."),
+    shuffle_buffer=Field(10000, int, "Examples in the shuffle buffer.", min=1),
 )
 
 _FINETUNE_FIELDS = dict(
@@ -166,13 +221,15 @@ _FINETUNE_FIELDS = dict(
     do_train=Field(True, bool, "Fine-tune."),
     do_eval=Field(True, bool, "Evaluate on dev."),
     write_test_outputs=Field(False, bool, "Write test-set predictions."),
-    num_trials=Field(1, int, "Trials with different seeds."),
+    num_trials=Field(1, int, "Trials with different seeds.", min=1),
     init_checkpoint=Field(None, (str, type(None)), "Checkpoint to start from "
-                          "(prefix, directory, or pre-training model dir); "
+                          "(prefix, directory, pre-training model dir, HF "
+                          "folder or Google TF1 checkpoint); "
                           "default: the pre-trained model in model_dir; "
                           "\"none\": random initialisation."),
     layerwise_lr_decay=Field(0.8, (float, int), "Layer-wise LR decay d; "
-                             "see layerwise_lr_decay_rule."),
+                             "see layerwise_lr_decay_rule.",
+                             min=0, max=1, exclusive="min"),
     layerwise_lr_decay_rule=Field(
         "default", str, "How d scales the encoder's rates (n layers): "
         "\"default\" gives the top layer lr, layer i (0 = bottom) "
@@ -183,22 +240,26 @@ _FINETUNE_FIELDS = dict(
                              "head reads: \"cls\" (ELECTRA: the [CLS] "
                              "state) or \"mean\" (the mean over real "
                              "tokens).", choices=("cls", "mean")),
-    num_train_epochs=Field(3.0, (float, int), "Training epochs."),
-    warmup_proportion=Field(0.1, (float, int), "Warmup fraction of steps."),
-    train_batch_size=Field(32, int, "Global train batch."),
-    eval_batch_size=Field(32, int, "Eval batch."),
-    predict_batch_size=Field(32, int, "Prediction batch."),
-    adam_epsilon=Field(1e-6, (float, int), "AdamW epsilon."),
-    clip_norm=Field(1.0, (float, int), "Gradient clipping global norm."),
-    max_query_length=Field(64, int, "SQuAD: query tokens."),
-    doc_stride=Field(128, int, "SQuAD: window stride."),
-    n_best_size=Field(20, int, "SQuAD: n-best spans."),
-    max_answer_length=Field(30, int, "SQuAD: longest answer in tokens."),
+    num_train_epochs=Field(3.0, (float, int), "Training epochs.",
+                           min=0, exclusive="min"),
+    warmup_proportion=Field(0.1, (float, int), "Warmup fraction of steps.",
+                            min=0, max=1, exclusive="max"),
+    train_batch_size=Field(32, int, "Global train batch.", min=1),
+    eval_batch_size=Field(32, int, "Eval batch.", min=1),
+    predict_batch_size=Field(32, int, "Prediction batch.", min=1),
+    adam_epsilon=Field(1e-6, (float, int), "AdamW epsilon.", min=0),
+    clip_norm=Field(1.0, (float, int), "Gradient clipping global norm.", min=0),
+    max_query_length=Field(64, int, "SQuAD: query tokens.", min=1),
+    doc_stride=Field(128, int, "SQuAD: window stride.", min=1),
+    n_best_size=Field(20, int, "SQuAD: n-best spans.", min=1),
+    max_answer_length=Field(30, int, "SQuAD: longest answer in tokens.", min=1),
     answerable_weight=Field(0.5, (float, int), "SQuAD 2.0: weight of the "
-                            "answerability loss."),
+                            "answerability loss.", min=0),
     relative_position=Field(False, bool, "Must match the pre-trained model."),
-    relative_num_buckets=Field(32, int, "Must match the pre-trained model."),
-    relative_max_distance=Field(128, int, "Must match the pre-trained model."),
+    relative_num_buckets=Field(32, int, "Must match the pre-trained model.",
+                               min=1),
+    relative_max_distance=Field(128, int, "Must match the pre-trained model.",
+                                min=1),
     vocab_file=Field(None, (str, type(None)), "Default <data-dir>/vocab.txt."),
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
@@ -206,8 +267,10 @@ _FINETUNE_FIELDS = dict(
 
 PRETRAIN_FIELDS = dict(_RUN_FIELDS, **_PRETRAIN_FIELDS)
 FINETUNE_FIELDS = dict(_RUN_FIELDS, **_FINETUNE_FIELDS)
-FINETUNE_FIELDS["learning_rate"] = Field(3e-4, (float, int), "Peak LR.")
-FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.")
+FINETUNE_FIELDS["learning_rate"] = Field(3e-4, (float, int), "Peak LR.",
+                                         min=0)
+FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.",
+                                     min=1)
 
 
 def load_hparams(hparams):
@@ -219,12 +282,11 @@ def load_hparams(hparams):
   text = hparams
   source = "--hparams"
   if not hparams.lstrip().startswith("{"):
-    if not os.path.exists(hparams):
+    if not io_utils.exists(hparams):
       raise ConfigError("--hparams %r is neither a JSON object nor an "
                         "existing .json file." % hparams)
     source = hparams
-    with open(hparams) as f:
-      text = f.read()
+    text = io_utils.read_text(hparams)
   try:
     parsed = json.loads(text)
   except ValueError as e:
@@ -241,10 +303,10 @@ def implied_vocab_size(hparams, vocab_file):
   Returns {} when the file is missing (the caller reports that) or hparams
   already hold the right size; raises ConfigError when they disagree.
   """
-  if not os.path.exists(vocab_file):
+  if not io_utils.exists(vocab_file):
     return {}
-  with open(vocab_file, encoding="utf-8") as f:
-    size = sum(1 for line in f if line.rstrip("\n"))
+  size = sum(1 for line in io_utils.read_text(vocab_file).split("\n")
+             if line.rstrip("\r"))
   if "vocab_size" not in hparams:
     return {"vocab_size": size}
   if hparams["vocab_size"] != size:
@@ -333,12 +395,16 @@ class _Config(object):
     self.embedding_size = model["embedding_size"]
 
   def _validate(self):
+    for key, field in self.FIELDS.items():
+      value = getattr(self, key)
+      error = field.range_error(value)
+      if error:
+        raise ConfigError("hparam %r must be %s, got %r." % (key, error,
+                                                             value))
     m = self.model_hparams
     for key in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size", "embedding_size", "vocab_size",
-                "max_seq_length", "train_batch_size", "eval_batch_size",
-                "log_every"):
-      value = m[key] if key in m else getattr(self, key)
+                "intermediate_size", "embedding_size", "vocab_size"):
+      value = m[key]
       if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError("hparam %r must be an integer >= 1, got %r." %
                           (key, value))
@@ -350,19 +416,12 @@ class _Config(object):
       raise ConfigError(
           "max_seq_length %d exceeds max_position_embeddings %d." %
           (self.max_seq_length, m["max_position_embeddings"]))
-    for key in ("learning_rate", "weight_decay_rate", "adam_epsilon",
-                "clip_norm"):
-      if getattr(self, key) < 0:
-        raise ConfigError("hparam %r must be >= 0, got %r." %
-                          (key, getattr(self, key)))
     for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
       if not 0 <= m[key] < 1:
         raise ConfigError("model hparam %r must be in [0, 1), got %r." %
                           (key, m[key]))
     if self.strategy == "tpu" and not self.tpu_name:
       raise ConfigError("strategy 'tpu' needs hparam 'tpu_name'.")
-    if self.num_cpu_devices < 0:
-      raise ConfigError("hparam 'num_cpu_devices' must be >= 0.")
 
   def to_dict(self):
     d = {key: getattr(self, key) for key in self.FIELDS}
@@ -400,7 +459,8 @@ class PretrainingConfig(_Config):
       presets.update(learning_rate=2e-4, train_batch_size=2048,
                      max_seq_length=512, num_train_steps=400000,
                      mask_prob=0.25)
-    if kwargs.get("sampling") in ("hp_loss", "hp_dist"):
+    sampler = samplers.REGISTRY.get(kwargs.get("sampling"))
+    if sampler is not None and sampler.learns:
       presets.update(focal_gamma=1.0)
     if kwargs.get("debug"):
       presets.update(train_batch_size=8, eval_batch_size=4,
@@ -430,34 +490,6 @@ class PretrainingConfig(_Config):
 
   def _validate(self):
     super(PretrainingConfig, self)._validate()
-    if not 0 < self.mask_prob < 1:
-      raise ConfigError("hparam 'mask_prob' must be in (0, 1), got %r." %
-                        self.mask_prob)
-    for key in ("gen_weight", "disc_weight", "sampling_weight", "focal_gamma",
-                "sampling_warmup_steps", "num_warmup_steps"):
-      if getattr(self, key) < 0:
-        raise ConfigError("hparam %r must be >= 0, got %r." %
-                          (key, getattr(self, key)))
-    for key in ("iterations_per_loop", "save_checkpoints_steps",
-                "num_train_steps", "num_eval_steps", "keep_checkpoint_max",
-                "max_predictions_per_seq", "relative_num_buckets",
-                "relative_max_distance", "shuffle_buffer"):
-      if getattr(self, key) < 1:
-        raise ConfigError("hparam %r must be >= 1, got %r." %
-                          (key, getattr(self, key)))
-    if self.temperature <= 0:
-      raise ConfigError("hparam 'temperature' must be > 0, got %r." %
-                        self.temperature)
-    for key in ("hp_dist_weight_clip", "disc_importance_weight_clip",
-                "hp_loss_min_estimate"):
-      if getattr(self, key) <= 0:
-        raise ConfigError("hparam %r must be > 0, got %r." %
-                          (key, getattr(self, key)))
-    for key in ("generator_hidden_size", "generator_layers"):
-      if not 0 < getattr(self, key) <= 1:
-        raise ConfigError("hparam %r is a fraction of the discriminator and "
-                          "must be in (0, 1], got %r." %
-                          (key, getattr(self, key)))
     if self.max_predictions_per_seq > self.max_seq_length - 2:
       raise ConfigError(
           "max_predictions_per_seq %d does not fit max_seq_length %d." %
@@ -466,11 +498,21 @@ class PretrainingConfig(_Config):
       raise ConfigError("gen_weight 0 leaves the MLM generator untrained "
                         "while sampling 'mlm' samples from it; use sampling "
                         "'uniform' for an untrained generator.")
-    if self.disc_importance_weighting and self.sampling not in ("hp_loss",
-                                                                "hp_dist"):
+    sampler = samplers.sampler_class(self.sampling)
+    if self.disc_importance_weighting and not sampler.learns:
       raise ConfigError("disc_importance_weighting weights by p_G/p_S and "
                         "needs sampling 'hp_loss' or 'hp_dist', not %r." %
                         self.sampling)
+    if self.gradient_accumulation_steps > 1 and (
+        sampler.normalises_over_batch or self.disc_importance_weighting):
+      raise ConfigError(
+          "gradient_accumulation_steps %d cannot be used with %s: its "
+          "importance weights are self-normalised over the whole global "
+          "batch, which no micro-batch sees. Set it to 1 (with a smaller "
+          "train_batch_size if memory is short)." % (
+              self.gradient_accumulation_steps,
+              "disc_importance_weighting" if self.disc_importance_weighting
+              else "sampling %r" % self.sampling))
     if not self.electra_objective and self.sampling != "mlm":
       raise ConfigError("electra_objective false trains a plain MLM and "
                         "cannot use sampling %r." % self.sampling)
@@ -509,15 +551,3 @@ class FinetuningConfig(_Config):
                                       for t in self.task_names):
       raise ConfigError("hparam 'task_names' must be a non-empty list of "
                         "task names.")
-    if not 0 < self.layerwise_lr_decay <= 1:
-      raise ConfigError("hparam 'layerwise_lr_decay' must be in (0, 1], got "
-                        "%r." % self.layerwise_lr_decay)
-    if not 0 <= self.warmup_proportion < 1:
-      raise ConfigError("hparam 'warmup_proportion' must be in [0, 1).")
-    for key in ("num_trials", "max_query_length", "doc_stride", "n_best_size",
-                "max_answer_length", "predict_batch_size"):
-      if getattr(self, key) < 1:
-        raise ConfigError("hparam %r must be >= 1, got %r." %
-                          (key, getattr(self, key)))
-    if self.num_train_epochs <= 0:
-      raise ConfigError("hparam 'num_train_epochs' must be > 0.")

@@ -9,7 +9,6 @@ writes checkpoints, TensorBoard summaries, `config.json` and `results/` under
 """
 
 import argparse
-import glob
 import json
 import logging
 import os
@@ -21,24 +20,25 @@ quiet_tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
 from util.errors import UserError
+from util import io_utils
 from util.io_utils import check_writable
 
 
 def build_config(data_dir, model_name, hparams):
   """The effective config: hparams, plus what the data directory implies."""
-  if not os.path.isdir(data_dir):
+  if not io_utils.is_dir(data_dir):
     raise UserError("data directory %s does not exist; build it with "
                     "build_pretraining_dataset.py (see README)." % data_dir)
   hparams = configure.load_hparams(hparams)
   config = configure.PretrainingConfig(model_name, data_dir, **hparams)
-  if not os.path.exists(config.vocab_file):
+  if not io_utils.exists(config.vocab_file):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
                     "put vocab.txt in the data directory)." %
                     config.vocab_file)
   implied = configure.implied_vocab_size(hparams, config.vocab_file)
   heldout = os.path.join(data_dir, "pretrain_tfrecords",
                          "heldout_data.tfrecord*")
-  if "eval_tfrecords" not in hparams and glob.glob(heldout):
+  if "eval_tfrecords" not in hparams and io_utils.glob(heldout):
     implied["eval_tfrecords"] = heldout
   if implied:
     config = configure.PretrainingConfig(model_name, data_dir,
@@ -62,6 +62,7 @@ def main(argv=None):
   from pretrain import pretrain_data
   from pretrain import trainer as trainer_lib
   from util import distribution
+  from util import process_setup
   # The strategy first: splitting the CPU and multi-worker collectives must
   # be set up before any TensorFlow op runs.
   strategy = distribution.get_strategy(config)
@@ -73,6 +74,8 @@ def main(argv=None):
   def log(message):
     print(message, flush=True)
 
+  process_setup.set_up_process(config.mixed_precision, config.seed,
+                               checkpointed_dropout=True)
   trainer = trainer_lib.PretrainingTrainer(config, log=log, strategy=strategy)
   if trainer.is_chief:
     log("Effective config saved to %s; set by hparams or the data: %s" % (

@@ -21,6 +21,7 @@ from model import encoder as encoder_lib
 from model import generator as generator_lib
 from model import heads
 from model import losses
+from model import samplers
 from model import sampling
 
 
@@ -49,7 +50,11 @@ class ElectraPretrainingModel(tf_keras.Model):
   Args:
     config: a `configure.PretrainingConfig`.
 
-  `call(features, training, step=0, sampler=None, loss_denominators=None)`:
+  `call(features, training, step=0, sampler=None, loss_denominators=None)`
+  is `objective(features, forward(features, ...), loss_denominators)`:
+  `forward` (G, the draw, D; per-position tensors) holds no cross-replica
+  op and can be XLA-compiled alone; `objective` reduces them to the losses.
+  Arguments of `call`:
     features: dict from pretrain/pretrain_data.py: `input_ids`, `input_mask`,
       `segment_ids`, `masked_input_ids` [batch, seq_len] int32;
       `masked_lm_positions`, `masked_lm_ids` [batch, P] int32;
@@ -99,8 +104,9 @@ class ElectraPretrainingModel(tf_keras.Model):
             gen_hparams, name="generator_embeddings")
       gen_encoder = encoder_lib.build_encoder(
           gen_hparams, gen_embeddings, name="generator_encoder", **relative)
+    self.sampler = samplers.from_config(config.sampling, config)
     generator_cls = (generator_lib.HardnessPredictionGenerator
-                     if config.sampling in ("hp_loss", "hp_dist") else
+                     if self.sampler.learns else
                      generator_lib.MaskedLMGenerator)
     self.generator = generator_cls(
         gen_encoder, gen_hparams["embedding_size"], gen_hparams["vocab_size"],
@@ -109,65 +115,75 @@ class ElectraPretrainingModel(tf_keras.Model):
 
   @property
   def needs_cross_replica_sums(self):
-    """Whether the forward pass all-reduces values it computes itself (the
-    self-normalised importance weights), beyond `loss_denominators`."""
+    """Whether `objective` all-reduces values `forward` computes (the
+    self-normalised importance weights), beyond `loss_denominators`: the
+    train step then XLA-compiles `forward` alone (model/train_step.py)."""
     return (self.config.electra_objective and
-            (self.config.sampling == "hp_dist" or
+            (self.sampler.normalises_over_batch or
              self.config.disc_importance_weighting))
 
   @property
   def learns_sampler(self):
-    return self.config.sampling in ("hp_loss", "hp_dist")
+    return self.sampler.learns
 
   def _draw_log_probs(self, sampler, log_pg, gen_out, original_ids):
-    log_p = sampling.sampler_log_probs(
-        sampler, log_pg, gen_out.get("sampling_scores"), original_ids,
-        self.config.hp_loss_min_estimate)
+    log_p = sampler.log_probs(log_pg, gen_out.get("sampling_scores"),
+                              original_ids)
     if self.config.disallow_correct:
       log_p = sampling.forbid_original(log_p, original_ids)
     return log_p
 
   def call(self, features, training=None, step=0, sampler=None,
            loss_denominators=None):
+    if loss_denominators is None:
+      loss_denominators = losses.loss_denominators(features)
+    return self.objective(
+        features, self.forward(features, training, step, sampler),
+        loss_denominators)
+
+  def forward(self, features, training=None, step=0, sampler=None):
+    """G, the draw and D: per-position and per-token tensors, no reduction.
+
+    Holds no cross-replica op, so it can be XLA-compiled on its own under
+    any strategy (model/train_step.py). Arguments as `call`'s. Returns the
+    per-position / per-token entries of `call`'s dict, plus what
+    `objective` reduces: `sampling_loss_per_pos` (HP-Loss) or
+    `sampling_head_log_prob` log p_S(x'_t) (HP-Dist), [batch, P].
+    """
     c = self.config
     positions = features["masked_lm_positions"]
     labels = features["masked_lm_ids"]
     weights = tf.cast(features["masked_lm_weights"], tf.float32)
     input_mask = features["input_mask"]
-    if loss_denominators is None:
-      loss_denominators = losses.loss_denominators(features)
-    denominators = loss_denominators
 
     gen_out = self.generator(features, training=training)
     mlm_logits = gen_out["mlm_logits"]
     true_log_prob = losses.true_token_log_prob(mlm_logits, labels)
-    mlm_focal_per_pos = losses.focal_loss_from_log_prob(true_log_prob,
-                                                        c.focal_gamma)
-    mlm_loss = losses.replica_mean(mlm_focal_per_pos, weights,
-                                   denominators["masked"])
     log_pg = sampling.generator_log_probs(mlm_logits, c.temperature)
     out = dict(mlm_loss_per_pos=-true_log_prob,
-               mlm_focal_loss_per_pos=mlm_focal_per_pos, mlm_loss=mlm_loss,
+               mlm_focal_loss_per_pos=losses.focal_loss_from_log_prob(
+                   true_log_prob, c.focal_gamma),
                masked_lm_preds=tf.argmax(mlm_logits, -1,
                                          output_type=tf.int32),
                gen_max_prob=tf.exp(tf.reduce_max(log_pg, axis=-1)))
     if not c.electra_objective:
-      out["total_loss"] = c.gen_weight * mlm_loss
       return out
 
     # The draw: p_G during warmup or when asked, else the configured sampler.
-    configured = sampler or c.sampling
-    log_p_configured = self._draw_log_probs(configured, log_pg, gen_out,
+    draw_from = self.sampler if sampler is None else samplers.from_config(
+        sampler, c)
+    log_p_configured = self._draw_log_probs(draw_from, log_pg, gen_out,
                                             labels)
-    if configured != "mlm" and sampler is None and c.sampling_warmup_steps:
-      log_p_warm = self._draw_log_probs("mlm", log_pg, gen_out, labels)
+    if (sampler is None and c.sampling_warmup_steps and
+        not isinstance(self.sampler, samplers.GeneratorSampler)):
+      log_p_warm = self._draw_log_probs(samplers.GeneratorSampler(), log_pg,
+                                        gen_out, labels)
       in_warmup = tf.cast(step, tf.int64) < c.sampling_warmup_steps
       log_p_draw = tf.where(in_warmup, log_p_warm, log_p_configured)
     else:
       log_p_draw = log_p_configured
     sampled = sampling.gumbel_max_sample(log_p_draw,
                                          features["sample_seed"])
-    sample_log_prob = sampling.gather_vocab(log_p_draw, sampled)
     generator_log_prob = sampling.gather_vocab(log_pg, sampled)
 
     # Replaced-token detection.
@@ -179,59 +195,60 @@ class ElectraPretrainingModel(tf_keras.Model):
         dict(input_ids=disc_input_ids, input_mask=input_mask,
              segment_ids=features["segment_ids"]), training=training)
     disc_loss_per_token = losses.discriminator_loss(disc_logits, disc_labels)
-    masked_position_mask = self._masked_position_mask(positions, weights,
-                                                      tf.shape(input_mask))
-    token_weights = tf.cast(input_mask, tf.float32)
-    token_denominator = denominators["tokens"]
+    actual_disc_loss = tf.gather(disc_loss_per_token, positions, batch_dims=1)
+    out.update(
+        sampled_tokens=sampled,
+        sample_log_prob=sampling.gather_vocab(log_p_draw, sampled),
+        generator_log_prob=generator_log_prob,
+        est_disc_loss=tf.zeros_like(weights),
+        actual_disc_loss=actual_disc_loss, disc_logits=disc_logits,
+        disc_probs=tf.sigmoid(disc_logits), disc_labels=disc_labels,
+        disc_loss_per_token=disc_loss_per_token,
+        masked_position_mask=self._masked_position_mask(
+            positions, weights, tf.shape(input_mask)))
+
+    out.update(self.sampler.head_terms(
+        gen_out.get("sampling_scores"), sampled, labels,
+        tf.gather(disc_logits, positions, batch_dims=1), generator_log_prob))
+    return out
+
+  def objective(self, features, forward_out, loss_denominators):
+    """The losses of `forward`'s tensors: `call`'s dict.
+
+    The replica shares of global means divide by `loss_denominators`
+    (`losses.loss_denominators`); the self-normalised importance weights
+    (HP-Dist, `disc_importance_weighting`) all-reduce here, outside any
+    compiled `forward`.
+    """
+    c = self.config
+    positions = features["masked_lm_positions"]
+    weights = tf.cast(features["masked_lm_weights"], tf.float32)
+    out = dict(forward_out)
+    out["mlm_loss"] = losses.replica_mean(out["mlm_focal_loss_per_pos"],
+                                          weights, loss_denominators["masked"])
+    if not c.electra_objective:
+      out["total_loss"] = c.gen_weight * out["mlm_loss"]
+      return out
+
+    token_weights = tf.cast(features["input_mask"], tf.float32)
+    token_denominator = loss_denominators["tokens"]
     if c.disc_importance_weighting:
       ratio = losses.disc_importance_weights(
-          generator_log_prob, sample_log_prob, weights,
+          out["generator_log_prob"], out["sample_log_prob"], weights,
           c.disc_importance_weight_clip)
       token_weights = sampling.scatter_at_positions(
           token_weights, positions, ratio, weights)
       token_denominator = None  # Depends on the weights: all-reduced here.
-    disc_loss = losses.replica_mean(disc_loss_per_token, token_weights,
-                                    token_denominator)
-    disc_logits_masked = tf.gather(disc_logits, positions, batch_dims=1)
-    actual_disc_loss = tf.gather(disc_loss_per_token, positions, batch_dims=1)
+    out["disc_loss"] = losses.replica_mean(out["disc_loss_per_token"],
+                                           token_weights, token_denominator)
 
-    sampling_loss = tf.constant(0.0)
-    est_disc_loss = tf.zeros_like(weights)
-    if self.learns_sampler:
-      scores = gen_out["sampling_scores"]
-      if c.sampling == "hp_loss":
-        scores_at_sampled = sampling.gather_vocab(scores, sampled)
-        per_pos = losses.hp_loss_sampling_loss(scores_at_sampled,
-                                               disc_logits_masked)
-        est_disc_loss = tf.where(
-            tf.equal(sampled, labels), tf.nn.softplus(-scores_at_sampled),
-            tf.nn.softplus(scores_at_sampled))
-      else:
-        # log p_S(x'_t) = u_t(x'_t) - logsumexp(u_t): cheaper forward and
-        # backward than a log_softmax over the vocabulary.
-        log_ps = (sampling.gather_vocab(scores, sampled) -
-                  tf.reduce_logsumexp(scores, axis=-1))
-        iw = losses.hp_dist_weights(generator_log_prob, sample_log_prob,
-                                    actual_disc_loss, weights,
-                                    c.hp_dist_weight_clip)
-        per_pos = losses.hp_dist_sampling_loss(log_ps, iw)
-        # p_S / p_G is proportional to estimated L_D (docs/method.md §13.2).
-        est_disc_loss = tf.exp(log_ps - generator_log_prob)
-      sampling_loss = losses.replica_mean(per_pos, weights,
-                                          denominators["masked"])
-      est_disc_loss = tf.stop_gradient(est_disc_loss)
-
-    total = (c.gen_weight * mlm_loss + c.disc_weight * disc_loss +
-             c.sampling_weight * sampling_loss)
-    disc_probs = tf.sigmoid(disc_logits)
-    out.update(
-        total_loss=total, disc_loss=disc_loss, sampling_loss=sampling_loss,
-        sampled_tokens=sampled, sample_log_prob=sample_log_prob,
-        generator_log_prob=generator_log_prob,
-        est_disc_loss=est_disc_loss, actual_disc_loss=actual_disc_loss,
-        disc_logits=disc_logits, disc_probs=disc_probs,
-        disc_labels=disc_labels, disc_loss_per_token=disc_loss_per_token,
-        masked_position_mask=masked_position_mask)
+    per_pos = self.sampler.head_loss(out, weights)
+    out["sampling_loss"] = (
+        tf.constant(0.0) if per_pos is None else
+        losses.replica_mean(per_pos, weights, loss_denominators["masked"]))
+    out["total_loss"] = (c.gen_weight * out["mlm_loss"] +
+                         c.disc_weight * out["disc_loss"] +
+                         c.sampling_weight * out["sampling_loss"])
     return out
 
   @staticmethod

@@ -1,22 +1,14 @@
-"""Replacement sampling: p_G, the learned p_S, and Gumbel-max draws.
+"""Replacement sampling primitives: p_G, Gumbel-max draws, scatters.
 
 Everything here runs in float32 and outside the gradient (the draw is not
 differentiated). Distributions are kept as log-probabilities over the
 vocabulary, [batch, P, vocab]. The Gumbel noise is counter-based (SplitMix64
-keyed per example), drawn for the whole batch at once.
-
-Samplers (config `sampling`):
-  * "mlm": ELECTRA, p_G = softmax(mlm_logits / temperature).
-  * "uniform": every vocabulary entry equally likely.
-  * "hp_loss" (docs/method.md §8): q = sigmoid(u), estimated discriminator loss
-    L^_D(v) = -log(1 - q(v)) for v != x_t and -log q(x_t) for v = x_t;
-    log p_S = log p_G + log L^_D, normalised.
-  * "hp_dist" (docs/method.md §9): p_S = softmax(u).
+keyed per example), drawn for the whole batch at once. The samplers
+themselves (what distribution to draw from) are in model/samplers.py.
 """
 
 import tensorflow as tf
 
-SAMPLERS = ("mlm", "uniform", "hp_loss", "hp_dist")
 _NEG = -1e9
 
 
@@ -24,40 +16,6 @@ def generator_log_probs(mlm_logits, temperature=1.0):
   """log p_G, [batch, P, vocab] float32 (stop-gradient)."""
   logits = tf.stop_gradient(tf.cast(mlm_logits, tf.float32))
   return tf.nn.log_softmax(logits / temperature, axis=-1)
-
-
-def hp_loss_estimated_disc_loss(sampling_scores, original_ids):
-  """L^_D(v) for every candidate v, [batch, P, vocab] float32.
-
-  -log(1 - sigmoid(u)) = softplus(u) where v != x_t (D should say
-  "replaced"); -log sigmoid(u) = softplus(-u) at v = x_t (D should say
-  "original").
-  """
-  u = tf.stop_gradient(tf.cast(sampling_scores, tf.float32))
-  is_original = tf.one_hot(original_ids, tf.shape(u)[-1], on_value=True,
-                           off_value=False, dtype=tf.bool)
-  # softplus is the costliest op over [batch, P, vocab]: take it once there,
-  # and softplus(-u) only at x_t ([batch, P]).
-  at_original = tf.nn.softplus(-tf.gather(u, original_ids, batch_dims=2))
-  return tf.where(is_original, at_original[..., tf.newaxis], tf.nn.softplus(u))
-
-
-def sampler_log_probs(sampler, log_pg, sampling_scores=None,
-                      original_ids=None, min_estimate=1e-6):
-  """log p of the named sampler over the vocabulary, [batch, P, vocab]."""
-  if sampler == "mlm":
-    return log_pg
-  if sampler == "uniform":
-    return tf.fill(tf.shape(log_pg), -tf.math.log(
-        tf.cast(tf.shape(log_pg)[-1], tf.float32)))
-  if sampler == "hp_loss":
-    estimate = hp_loss_estimated_disc_loss(sampling_scores, original_ids)
-    log_ps = log_pg + tf.math.log(tf.maximum(estimate, min_estimate))
-    return tf.nn.log_softmax(log_ps, axis=-1)
-  if sampler == "hp_dist":
-    return tf.nn.log_softmax(
-        tf.stop_gradient(tf.cast(sampling_scores, tf.float32)), axis=-1)
-  raise ValueError("unknown sampler %r; one of %s" % (sampler, SAMPLERS))
 
 
 def forbid_original(log_probs, original_ids):

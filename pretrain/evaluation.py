@@ -12,6 +12,7 @@ import os
 
 import tensorflow as tf
 
+from model import samplers
 from pretrain import eval_metrics
 from pretrain import pretrain_data
 
@@ -32,7 +33,7 @@ def _disc_correct(out):
 
 def make_eval_step(config, model, strategy):
   """A `tf.function` running one eval batch; build once and reuse it."""
-  learns_sampler = config.sampling in ("hp_loss", "hp_dist")
+  learns_sampler = samplers.sampler_class(config.sampling).learns
   output_keys = _OUTPUT_KEYS + ((_FOCAL_KEY,) if config.focal_gamma else ())
 
   def replica_fn(features):
@@ -44,7 +45,8 @@ def make_eval_step(config, model, strategy):
     if learns_sampler:
       batch["est_disc_loss"] = out["est_disc_loss"]
       batch["actual_disc_loss"] = out["actual_disc_loss"]
-      under_pg = model(features, training=False, sampler="mlm")
+      under_pg = model(features, training=False,
+                       sampler=samplers.GeneratorSampler.name)
       batch["disc_correct_pG"] = _disc_correct(under_pg)
       # The estimator on p_G draws, free of p_S's selection of tokens whose
       # loss the head overestimates (a bias strongest early in training).

@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from interop import loader as interop_loader
 from model import checkpoints as checkpoints_lib
 from model import losses
 from model import optimization
@@ -35,6 +36,8 @@ from pretrain import flops as flops_lib
 from pretrain import pretrain_data
 from pretrain import step_statistics
 from util import distribution
+from util import process_setup
+from util import io_utils
 from util import progress
 from util.errors import TrainingDivergedError
 from util.errors import UserError
@@ -50,10 +53,9 @@ def check_saved_config(config):
   """Refuses to resume a model directory written with other model shapes."""
   path = os.path.join(config.model_dir, "config.json")
   ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
-  if not (os.path.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
+  if not (io_utils.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
     return
-  with open(path) as f:
-    saved = json.load(f)
+  saved = io_utils.read_json(path)
   current = config.to_dict()
   differing = [k for k in SHAPE_KEYS
                if k in saved and json.dumps(saved[k], sort_keys=True) !=
@@ -74,37 +76,31 @@ class PretrainingTrainer(object):
     log: where progress lines go.
     strategy: the tf.distribute strategy, if already made (it must be made
       before any TensorFlow op runs); else made from the config.
+
+  The process must be set up for the config first:
+  `util.process_setup.set_up_process(config.mixed_precision, config.seed,
+  checkpointed_dropout=True)`, as run_pretraining.py does.
   """
 
   def __init__(self, config, log=print, strategy=None):
     self.config = config
     self.log = log
-    distribution.configure_mixed_precision(config.mixed_precision)
-    tf_keras.utils.set_random_seed(config.seed)
-    # Dropout draws from tf.random.Generator state (checkpointed: see
-    # `dropout_rng_checkpoint`).
-    tf_keras.backend.experimental.enable_tf_random_generator()
+    # Dropout must draw from tf.random.Generator state (checkpointed: see
+    # `dropout_rng_checkpoint`); the entry script set that up.
+    process_setup.check_set_up(config.mixed_precision,
+                               checkpointed_dropout=True)
     self.strategy = strategy or distribution.get_strategy(config)
     self.num_replicas = self.strategy.num_replicas_in_sync
-    if config.train_batch_size % self.num_replicas:
-      raise UserError("train_batch_size %d is not divisible by the %d "
-                      "replicas." % (config.train_batch_size,
-                                     self.num_replicas))
+    slices = self.num_replicas * config.gradient_accumulation_steps
+    if config.train_batch_size % slices:
+      raise UserError(
+          "train_batch_size %d is not divisible by the %d replicas x %d "
+          "gradient_accumulation_steps; use a multiple of %d." % (
+              config.train_batch_size, self.num_replicas,
+              config.gradient_accumulation_steps, slices))
     with self.strategy.scope():
       self.model = ElectraPretrainingModel(config)
-    if (config.jit_compile and self.num_replicas > 1 and
-        self.model.needs_cross_replica_sums):
-      raise UserError(
-          "jit_compile with %d replicas is not supported for sampling %r%s: "
-          "the self-normalised importance weights take a cross-replica mean "
-          "inside the forward pass, which cannot sit in an XLA-compiled "
-          "step. Set jit_compile false, or train on one replica." % (
-              self.num_replicas, config.sampling,
-              " with disc_importance_weighting"
-              if config.disc_importance_weighting else ""))
-    with self.strategy.scope():
-      self.model(dummy_features(config),
-                 training=False)
+      self.model(dummy_features(config), training=False)
       optimizer = optimization.create_optimizer(
           config.learning_rate, config.num_train_steps,
           config.num_warmup_steps, config.weight_decay_rate,
@@ -177,6 +173,10 @@ class PretrainingTrainer(object):
     named in the log; a checkpoint that shares no weight is an error.
     Returns the names of the variables that were restored.
     """
+    if interop_loader.is_foreign(path):  # HF folders or Google TF1.
+      report = interop_loader.load_into(self.model, path, log=self.log)
+      self._warm_started = True
+      return report["loaded"]
     prefix = checkpoints_lib.resolve_checkpoint(path)
     before = [v.numpy() for v in self.model.variables]
     try:
@@ -213,7 +213,7 @@ class PretrainingTrainer(object):
     latest = tf.train.latest_checkpoint(self.checkpoint_dir)
     if not latest:
       return iterator, saveable, True
-    reader = tf.train.load_checkpoint(latest)
+    reader = checkpoints_lib.load_checkpoint(latest)
     names = reader.get_variable_to_shape_map()
     current = data_stream.settings(self.config)
     changed = []
@@ -240,23 +240,14 @@ class PretrainingTrainer(object):
 
   def _replica_step(self, features):
     if self._train_step is None:
-      def loss_fn(features):
-        features = dict(features)
-        denominators = features.pop(losses.DENOMINATORS_KEY)
-        out = self.model(features, training=True, step=self.global_step,
-                         loss_denominators=denominators)
-        return out["total_loss"], out
-      def prepare_fn(features):
-        return dict(features, **{
-            losses.DENOMINATORS_KEY: losses.loss_denominators(features)})
-      self._train_step = train_step_lib.ReplicaTrainStep(
-          loss_fn, lambda: self.model.trainable_variables, self.optimizer,
-          self.config.clip_norm, jit_compile=self.config.jit_compile,
-          prepare_fn=prepare_fn)
-    out, norm, skipped = self._train_step(features)
+      learns_sampler = self.model.learns_sampler
+      self._train_step = train_step_lib.pretraining_train_step(
+          self.model, self.optimizer, self.config, self.global_step,
+          lambda out, features: step_statistics.step_statistics(
+              out, features, learns_sampler))
+    stats, norm, skipped = self._train_step(features)
     self.global_step.assign_add(1)
-    stats = step_statistics.step_statistics(out, features,
-                                           self.model.learns_sampler)
+    stats = dict(stats)
     stats["grad_norm"] = norm / self.num_replicas
     stats["skipped_steps"] = skipped / self.num_replicas
     return stats
@@ -312,13 +303,14 @@ class PretrainingTrainer(object):
       self.log("Training already finished: step %d of %d. Nothing to do."
                % (step, total))
       return None
-    peak, estimated = flops_lib.peak_flops_per_second(c.peak_tflops)
+    peak, source = flops_lib.peak_flops_per_second(c.peak_tflops,
+                                                   c.mixed_precision)
     peak *= self.num_replicas
     self.log("Training steps %d -> %d on %d replica(s), global batch %d, "
              "%.3g TFLOPs per step (analytic), peak %.3g TFLOP/s%s." % (
                  step, total, self.num_replicas, c.train_batch_size,
                  self.train_flops / 1e12, peak / 1e12,
-                 " (estimated)" if estimated else ""))
+                 " (%s)" % source))
     writer = (tf.summary.create_file_writer(os.path.join(c.model_dir, "train"))
               if self.is_chief else tf.summary.create_noop_writer())
     train_loop = self._make_train_loop()

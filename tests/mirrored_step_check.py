@@ -28,6 +28,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import run_pretraining  # pylint: disable=g-import-not-at-top
 from pretrain import pretrain_data  # pylint: disable=g-import-not-at-top
 from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+from util import process_setup  # pylint: disable=g-import-not-at-top
 
 LOSSES = ("total_loss", "mlm_loss", "disc_loss", "sampling_loss")
 
@@ -68,6 +69,8 @@ def main(data_dir, hparams, out_path):
                       ("default", {})):
     config = run_pretraining.build_config(data_dir, name,
                                           dict(hparams, **extra))
+    process_setup.set_up_process(config.mixed_precision, config.seed,
+                                 checkpointed_dropout=True)
     trainers[name] = trainer_lib.PretrainingTrainer(config, log=print)
   assert trainers["mirrored"].num_replicas == 2
   trainers["default"].model.set_weights(

@@ -40,19 +40,20 @@ def kill_after_checkpoint():
 
 
 def nan_from_step(first_bad_step):
-  call = ElectraPretrainingModel.call
+  forward = ElectraPretrainingModel.forward
 
-  def poisoned_call(self, features, training=None, step=0, sampler=None,
-                    **kwargs):
-    out = call(self, features, training=training, step=step, sampler=sampler,
-               **kwargs)
+  def poisoned_forward(self, features, training=None, step=0, sampler=None):
+    """The MLM loss per position, and so the training loss, is NaN from
+    `first_bad_step` on (the train step and `call` both run `forward`)."""
+    out = forward(self, features, training=training, step=step,
+                  sampler=sampler)
     if training:
       bad = tf.cast(step, tf.int64) >= first_bad_step
-      out = dict(out, total_loss=out["total_loss"] +
+      out = dict(out, mlm_focal_loss_per_pos=out["mlm_focal_loss_per_pos"] +
                  tf.where(bad, float("nan"), 0.0))
     return out
 
-  ElectraPretrainingModel.call = poisoned_call
+  ElectraPretrainingModel.forward = poisoned_forward
 
 
 def dump_weights(path):

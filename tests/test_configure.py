@@ -99,3 +99,27 @@ def test_finetuning_config_checks():
                           ).layerwise_lr_decay_rule == "electra"
   with pytest.raises(ConfigError, match="layerwise_lr_decay_rule.*one of"):
     FinetuningConfig("m", "/d", layerwise_lr_decay_rule="bert")
+
+
+def _outside(field):
+  """A value just outside `field`'s declared range, of its type."""
+  step = 1 if field.types == (int,) else 0.5
+  if field.min is not None:
+    return field.min if "min" in field.exclusive else field.min - step
+  return field.max if "max" in field.exclusive else field.max + step
+
+
+@pytest.mark.parametrize("config_cls,fields", [
+    (PretrainingConfig, configure.PRETRAIN_FIELDS),
+    (FinetuningConfig, configure.FINETUNE_FIELDS)],
+    ids=["pretraining", "finetuning"])
+def test_every_declared_range_is_enforced(config_cls, fields):
+  """Field min/max are the only range checks: each refuses a value just
+  outside, naming the key, and accepts the default."""
+  ranged = {k: f for k, f in fields.items()
+            if f.min is not None or f.max is not None}
+  assert len(ranged) > 15
+  for key, field in ranged.items():
+    assert field.range_error(field.default) is None, key
+    with pytest.raises(ConfigError, match="hparam %r must be" % key):
+      config_cls("m", "/d", **{key: _outside(field)})

@@ -1,4 +1,5 @@
-"""Tests of model/sampling.py and of the draw inside the pre-training model."""
+"""Tests of model/sampling.py, model/samplers.py and of the draw inside the
+pre-training model."""
 
 import numpy as np
 import pytest
@@ -6,6 +7,7 @@ import tensorflow as tf
 import tf_keras
 
 from model import electra_pretraining
+from model import samplers
 from model import sampling
 from tests import pretrain_fixtures as fx
 
@@ -27,8 +29,8 @@ def test_hp_loss_estimate_uses_log_one_minus_q_except_at_the_original():
   rng = np.random.default_rng(0)
   u = rng.normal(0, 2, (2, 3, 6)).astype(np.float32)
   original = np.array([[0, 5, 2], [3, 3, 1]], np.int32)
-  got = sampling.hp_loss_estimated_disc_loss(tf.constant(u),
-                                             tf.constant(original)).numpy()
+  got = samplers.HPLossSampler().estimated_disc_loss(
+      tf.constant(u), tf.constant(original)).numpy()
   q = 1.0 / (1.0 + np.exp(-u.astype(np.float64)))
   expected = -np.log(1.0 - q)
   for b, p in np.ndindex(original.shape):
@@ -43,9 +45,8 @@ def test_hp_loss_sampler_is_p_g_times_estimated_loss_normalised():
   u[0, 0, 4] = -40.0  # L^_D ~ 4e-18, below the clamp.
   original = np.array([[1, 0, 5], [2, 2, 4]], np.int32)
   log_pg = sampling.generator_log_probs(tf.constant(logits, tf.float32))
-  got = sampling.sampler_log_probs(
-      "hp_loss", log_pg, tf.constant(u, tf.float32), tf.constant(original),
-      min_estimate=1e-6).numpy()
+  got = samplers.HPLossSampler(min_estimate=1e-6).log_probs(
+      log_pg, tf.constant(u, tf.float32), tf.constant(original)).numpy()
   estimate = _softplus(u)
   for b, p in np.ndindex(original.shape):
     estimate[b, p, original[b, p]] = _softplus(-u[b, p, original[b, p]])
@@ -62,22 +63,38 @@ def test_other_samplers_and_their_gradients():
   original = tf.constant([[0, 1, 2], [3, 4, 0]])
   with tf.GradientTape(persistent=True) as tape:
     log_pg = sampling.generator_log_probs(logits, temperature=2.0)
-    hp_dist = sampling.sampler_log_probs("hp_dist", log_pg, scores, original)
-    hp_loss = sampling.sampler_log_probs("hp_loss", log_pg, scores, original)
+    hp_dist = samplers.HPDistSampler().log_probs(log_pg, scores, original)
+    hp_loss = samplers.HPLossSampler().log_probs(log_pg, scores, original)
   np.testing.assert_allclose(
       log_pg.numpy(), _np_log_softmax(logits.numpy() / 2.0), atol=1e-5)
   np.testing.assert_allclose(hp_dist.numpy(),
                              _np_log_softmax(scores.numpy()), atol=1e-5)
   np.testing.assert_allclose(
-      sampling.sampler_log_probs("uniform", log_pg).numpy(),
+      samplers.UniformSampler().log_probs(log_pg, None, None).numpy(),
       np.full([2, 3, 5], -np.log(5.0)), rtol=1e-6)
-  assert sampling.sampler_log_probs("mlm", log_pg) is log_pg
+  assert samplers.GeneratorSampler().log_probs(log_pg, None, None) is log_pg
   # The draw is not differentiated.
   for value in (log_pg, hp_dist, hp_loss):
     assert tape.gradient(value, logits) is None
     assert tape.gradient(value, scores) is None
   with pytest.raises(ValueError, match="unknown sampler"):
-    sampling.sampler_log_probs("bogus", log_pg)
+    samplers.sampler_class("bogus")
+
+
+def test_registry_names_and_properties():
+  """configure.py reads its choices from the registry; the properties
+  decide the generator's heads and the train step's compiled region."""
+  import configure  # pylint: disable=g-import-not-at-top
+  assert samplers.NAMES == ("mlm", "uniform", "hp_loss", "hp_dist")
+  assert configure.PRETRAIN_FIELDS["sampling"].choices == samplers.NAMES
+  assert [samplers.REGISTRY[n].learns for n in samplers.NAMES] == [
+      False, False, True, True]
+  assert [samplers.REGISTRY[n].normalises_over_batch
+          for n in samplers.NAMES] == [False, False, False, True]
+  config = fx.tiny_config(sampling="hp_dist", hp_dist_weight_clip=3.0,
+                          hp_loss_min_estimate=1e-4)
+  assert samplers.from_config("hp_dist", config).weight_clip == 3.0
+  assert samplers.from_config("hp_loss", config).min_estimate == 1e-4
 
 
 def _draw_many(log_probs, copies_per_example, batch, seed):

@@ -44,11 +44,19 @@ SMALL_FLAGS = {
         "--warmup-steps", "1", "--seq-len", "32", "--vocab-size", "64",
         "--hparams", json.dumps(dict(model_hparam_overrides=TINY_MODEL,
                                      max_predictions_per_seq=5))],
+    "bench/compare_peer.py": [
+        "--size", "tiny", "--batch-size", "2", "--seq-len", "32",
+        "--vocab-size", "64", "--modes", "hp_loss", "--rounds", "1",
+        "--steps", "1", "--warmup-steps", "1",
+        "--hparams", json.dumps(dict(max_predictions_per_seq=4))],
+    "bench/input_pipeline.py": ["--batches", "2", "--warmup-batches", "1"],
 }
 # The order in which the commands' outputs feed each other.
 ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "run_pretraining.py", "compare_pretraining_runs.py",
-         "run_finetuning.py", "bench/build_dataset.py", "bench/train_step.py")
+         "export_model.py",
+         "run_finetuning.py", "bench/build_dataset.py", "bench/train_step.py",
+         "bench/compare_peer.py", "bench/input_pipeline.py")
 
 
 def readme_commands():
@@ -81,6 +89,7 @@ def _substitute(word, tmp):
   replacements = [
       (r"^runs/data", data), (r"^D(?=/|$)", data), (r"^M$", "M"),
       (r"^VOCAB$", os.path.join(data, "vocab.txt")),
+      (r'(?<=")D(?=/)', data),  # A path inside --hparams JSON.
       (r"^CORPUS_DIR$", "data/corpus")]
   for pattern, value in replacements:
     word = re.sub(pattern, value, word)
@@ -107,6 +116,14 @@ def runnable(command, tmp):
   return [sys.executable, script] + words[2:] + SMALL_FLAGS.get(script, [])
 
 
+def _rank(command):
+  """Sort key: ORDER, except that commands reading export_model.py's output
+  (D/export/...) run after it, in README order."""
+  if _script(command) != "export_model.py" and "D/export/" in command:
+    return len(ORDER)
+  return ORDER.index(_script(command))
+
+
 def _run(argv):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True,
@@ -121,13 +138,14 @@ def readme_runs(tmp_path_factory):
   tmp = str(tmp_path_factory.mktemp("readme"))
   data = os.path.join(tmp, "D")
   commands = [c for c in readme_commands() if c.startswith("python ")]
-  commands.sort(key=lambda c: ORDER.index(_script(c)))
+  commands.sort(key=_rank)
   runs = {}
   for command in commands:
     script = _script(command)
     if script == "run_finetuning.py":
       shutil.copytree(FINETUNE_FIXTURES,
-                      os.path.join(data, "finetuning_data"))
+                      os.path.join(data, "finetuning_data"),
+                      dirs_exist_ok=True)
     if script == "compare_pretraining_runs.py":
       # The README compares two runs: the second is the same pre-training
       # command under model name M2.

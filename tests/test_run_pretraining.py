@@ -85,6 +85,15 @@ def _harness(flags, data_dir, model_name, hparams, **env):
                 ["--"] + _run_args(data_dir, model_name, hparams), **env)
 
 
+def _trainer(config, log):
+  """A PretrainingTrainer in this process, set up as run_pretraining.py does."""
+  from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  from util import process_setup  # pylint: disable=g-import-not-at-top
+  process_setup.set_up_process(config.mixed_precision, config.seed,
+                               checkpointed_dropout=True)
+  return trainer_lib.PretrainingTrainer(config, log=log)
+
+
 def _checkpoint_dir(data_dir, model_name):
   return os.path.join(str(data_dir), "models", model_name, "checkpoints")
 
@@ -402,12 +411,11 @@ def test_bad_input_exits_2_with_one_clear_message(bad_input_runs, case):
 def test_eval_every_evaluates_mid_training_and_traces_once(data_dir):
   """`eval_every` evaluates at its steps, reusing one traced eval step."""
   import run_pretraining  # pylint: disable=g-import-not-at-top
-  from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
   hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
                  eval_every=2, num_eval_steps=1)
   config = run_pretraining.build_config(str(data_dir), "eval_every", hparams)
   lines = []
-  trainer = trainer_lib.PretrainingTrainer(config, log=lines.append)
+  trainer = _trainer(config, log=lines.append)
   trainer.train()
   trainer.evaluate()
   evals = [line.split(":")[0] for line in lines
@@ -419,10 +427,9 @@ def test_eval_every_evaluates_mid_training_and_traces_once(data_dir):
 def test_init_checkpoint_warm_starts_electra_from_a_plain_mlm(data_dir):
   """A plain MLM's weights start an ELECTRA run; D's head starts fresh."""
   import run_pretraining  # pylint: disable=g-import-not-at-top
-  from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
   shared = dict(pretrain_fixtures.RUNNER_HPARAMS, untied_generator=False,
                 generator_hidden_size=1.0)
-  source = trainer_lib.PretrainingTrainer(run_pretraining.build_config(
+  source = _trainer(run_pretraining.build_config(
       str(data_dir), "warm_source", dict(shared, num_train_steps=4,
                                          electra_objective=False)),
                                           log=lambda line: None)
@@ -433,7 +440,7 @@ def test_init_checkpoint_warm_starts_electra_from_a_plain_mlm(data_dir):
   config = run_pretraining.build_config(
       str(data_dir), "warm_electra",
       dict(shared, num_train_steps=2, init_checkpoint=source_dir, seed=5))
-  trainer = trainer_lib.PretrainingTrainer(config, log=lines.append)
+  trainer = _trainer(config, log=lines.append)
   trainer.restore()
   warm = [line for line in lines if line.startswith("Warm start from")]
   assert len(warm) == 1 and "ckpt-4" in warm[0], lines
@@ -449,7 +456,7 @@ def test_init_checkpoint_warm_starts_electra_from_a_plain_mlm(data_dir):
   assert tf.train.latest_checkpoint(_checkpoint_dir(data_dir,
                                                     "warm_electra"))
   lines.clear()
-  trainer_lib.PretrainingTrainer(config, log=lines.append).restore()
+  _trainer(config, log=lines.append).restore()
   assert any(line.startswith("Restored") for line in lines), lines
   assert not any(line.startswith("Warm start") for line in lines), lines
 
@@ -524,36 +531,73 @@ def test_float16_overflow_steps_are_skipped_and_the_run_goes_on(data_dir):
   assert int(good) == 16 - skipped, run
 
 
-def test_jit_compile_under_mirrored_matches_mirrored_without_jit(data_dir):
-  """XLA and MirroredStrategy compose: the compiled forward/backward pass
-  holds no cross-replica op, and training matches the uncompiled run."""
+@pytest.mark.parametrize("sampling", [
+    dict(sampling="hp_loss"),
+    # Self-normalised importance weights: cross-replica means of what the
+    # forward pass computes (HP-Dist's and D's), taken outside XLA.
+    dict(sampling="hp_dist", disc_importance_weighting=True)],
+    ids=["hp_loss", "hp_dist_disc_importance_weighting"])
+def test_jit_compile_under_mirrored_matches_mirrored_without_jit(data_dir,
+                                                                 sampling):
+  """XLA and MirroredStrategy compose: the compiled pass holds no
+  cross-replica op, and training matches the uncompiled run."""
   hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
-                 sampling="hp_loss", strategy="mirrored", num_cpu_devices=2)
+                 strategy="mirrored", num_cpu_devices=2, **sampling)
   hparams["model_hparam_overrides"] = dict(
       hparams["model_hparam_overrides"], hidden_dropout_prob=0.0,
       attention_probs_dropout_prob=0.0)
-  runs = _finish(_pretrain(data_dir, "mirrored_jit",
+  name = "mirrored_%s_" % sampling["sampling"]
+  runs = _finish(_pretrain(data_dir, name + "jit",
                            dict(hparams, jit_compile=True)),
-                 _pretrain(data_dir, "mirrored_nojit", hparams))
+                 _pretrain(data_dir, name + "nojit", hparams))
   for run in runs:
     assert run.returncode == 0, run
-  jit, plain = [_tensors(tf.train.latest_checkpoint(_checkpoint_dir(
-      data_dir, name))) for name in ("mirrored_jit", "mirrored_nojit")]
-  weights = [k for k in plain if k.startswith("model/")
+  _assert_same_weights(data_dir, name + "jit", name + "nojit", atol=1e-4)
+
+
+def _assert_same_weights(data_dir, model_a, model_b, atol):
+  """The latest checkpoints of two runs hold the same model weights."""
+  a, b = [_tensors(tf.train.latest_checkpoint(_checkpoint_dir(data_dir, m)))
+          for m in (model_a, model_b)]
+  weights = [k for k in b if k.startswith("model/")
              and "OPTIMIZER_SLOT" not in k]
-  assert len(weights) > 50 and sorted(jit) == sorted(plain)
+  assert len(weights) > 50 and sorted(a) == sorted(b)
   for key in weights:
-    np.testing.assert_allclose(jit[key], plain[key], rtol=0, atol=1e-4,
+    np.testing.assert_allclose(a[key], b[key], rtol=0, atol=atol,
                                err_msg=key)
 
 
-def test_jit_compile_under_mirrored_refuses_cross_replica_weights(data_dir):
-  """HP-Dist's self-normalised weights need a cross-replica mean inside the
-  compiled pass: under several replicas that is refused at start-up."""
+def test_gradient_accumulation_gives_the_update_of_one_large_batch(data_dir):
+  """2 micro-batches of 8 make the update of one batch of 16: the losses'
+  denominators are the whole batch's, and masking and sampling seeds are
+  per example (dropout off: its draws depend on the batch shape)."""
   hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
-                 sampling="hp_dist", strategy="mirrored", num_cpu_devices=2,
-                 jit_compile=True)
-  run = _finish(_pretrain(data_dir, "mirrored_jit_hp_dist", hparams))
+                 train_batch_size=16, sampling="hp_loss", focal_gamma=1.0,
+                 save_checkpoints_steps=2)
+  hparams["model_hparam_overrides"] = dict(
+      hparams["model_hparam_overrides"], hidden_dropout_prob=0.0,
+      attention_probs_dropout_prob=0.0)
+  runs = _finish(_pretrain(data_dir, "accumulate_2x8",
+                           dict(hparams, gradient_accumulation_steps=2)),
+                 _pretrain(data_dir, "batch_1x16", hparams))
+  for run in runs:
+    assert run.returncode == 0, run
+  _assert_same_weights(data_dir, "accumulate_2x8", "batch_1x16", atol=1e-5)
+  # The progress lines' losses and accuracies agree too (each statistic is
+  # a sum over the micro-batches).
+  lines = [[[part for part in line.split(" | ")
+             if part.startswith(("loss ", "gen_acc "))]
+            for line in run.stdout.splitlines() if " disc_acc " in line]
+           for run in runs]
+  assert lines[0] and all(len(parts) == 2 for parts in lines[0]), runs
+  assert lines[0] == lines[1], lines
+
+
+def test_gradient_accumulation_refuses_batch_wide_weights(data_dir):
+  """HP-Dist normalises its weights over the whole batch: refused, exit 2."""
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
+                 sampling="hp_dist", gradient_accumulation_steps=2)
+  run = _finish(_pretrain(data_dir, "accumulate_hp_dist", hparams))
   assert run.returncode == 2, run
-  assert "jit_compile" in run.stderr and "hp_dist" in run.stderr, run
+  assert "gradient_accumulation_steps" in run.stderr, run
   assert "Traceback" not in run.stderr, run
