@@ -20,9 +20,8 @@ signature takes raw text (interop/saved_model.py).
 """
 
 import argparse
-import json
 import logging
-import os
+import posixpath
 
 from util.cli import quiet_tensorflow_startup
 from util.cli import run_main
@@ -30,17 +29,17 @@ from util.cli import run_main
 quiet_tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
+from util import io_utils
 from util.errors import UserError
 
 
 def _saved_hparams(model_dir):
   """The hparams of a pre-training run, from its config.json."""
-  path = os.path.join(model_dir, "config.json")
-  if not os.path.isfile(path):
+  path = posixpath.join(model_dir, "config.json")
+  if not io_utils.is_file(path):
     raise UserError("%s not found: pre-train this model first (or give "
                     "--checkpoint)." % path)
-  with open(path) as f:
-    saved = json.load(f)
+  saved = io_utils.read_json(path)
   # Paths and derived sizes are recomputed from the rest.
   skip = ("model_dir", "embedding_size", "max_predictions_per_seq")
   return {k: v for k, v in saved.items()
@@ -72,7 +71,7 @@ def main(argv=None):
   from interop import tf1
   from model import checkpoints
   if args.checkpoint is None:
-    model_dir = user.get("model_dir") or os.path.join(
+    model_dir = user.get("model_dir") or posixpath.join(
         args.data_dir, "models", args.model_name)
     source = checkpoints.pretrained_checkpoint_dir(model_dir)
     config = convert.pretraining_config(
@@ -80,7 +79,7 @@ def main(argv=None):
         convert.merge_hparams(_saved_hparams(model_dir), user))
   else:
     source = args.checkpoint
-    if not os.path.exists(source) and not os.path.exists(source + ".index"):
+    if not (io_utils.exists(source) or io_utils.exists(source + ".index")):
       raise UserError("--checkpoint %s does not exist." % source)
     config = convert.pretraining_config(
         args.model_name or "exported", args.data_dir or ".", user,

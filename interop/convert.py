@@ -6,15 +6,15 @@ user's win, and `loader.load_into` then names any size that disagrees);
 `build_model` makes an `ElectraPretrainingModel` with its variables.
 """
 
-import os
+import posixpath
 
 import numpy as np
 import tensorflow as tf
 
 import configure
-from interop import hf
 from interop import loader
 from model import electra_pretraining
+from util import io_utils
 from util.errors import UserError
 
 _ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -55,11 +55,12 @@ def source_hparams(source, num_attention_heads=None):
       np.array_equal(tensors["generator"]["generator_lm_head.weight"],
                      tensors["generator"].get(word))):
     hparams["untied_mlm_output"] = True
-  directory = source if os.path.isdir(source) else os.path.dirname(source)
-  for folder in (directory, os.path.join(directory, "discriminator"),
-                 os.path.join(directory, "generator")):
-    if os.path.isfile(os.path.join(folder, "vocab.txt")):
-      hparams["vocab_file"] = os.path.join(folder, "vocab.txt")
+  directory = (source if io_utils.is_dir(source) else
+               posixpath.dirname(source))
+  for folder in (directory, posixpath.join(directory, "discriminator"),
+                 posixpath.join(directory, "generator")):
+    if io_utils.is_file(posixpath.join(folder, "vocab.txt")):
+      hparams["vocab_file"] = posixpath.join(folder, "vocab.txt")
       break
   return hparams
 

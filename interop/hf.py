@@ -15,11 +15,11 @@ matches HF everywhere; with "gelu" (tanh) the generator head's activation
 differs by at most 3e-4 per unit (the encoder and the discriminator match).
 """
 
-import json
-import os
+import posixpath
 
 from interop import names
 from interop import safetensors_io
+from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -93,11 +93,11 @@ def sizes_from_hf_config(config, path):
 def _write_tokenizer_files(output_dir, vocab_file, do_lower_case,
                            max_seq_length):
   safetensors_io.copy_atomic(vocab_file,
-                             os.path.join(output_dir, "vocab.txt"))
-  write_json_atomic(os.path.join(output_dir, "special_tokens_map.json"),
+                             posixpath.join(output_dir, "vocab.txt"))
+  write_json_atomic(posixpath.join(output_dir, "special_tokens_map.json"),
                     _SPECIAL)
   write_json_atomic(
-      os.path.join(output_dir, "tokenizer_config.json"),
+      posixpath.join(output_dir, "tokenizer_config.json"),
       dict(_SPECIAL, tokenizer_class="ElectraTokenizer",
            do_lower_case=do_lower_case, strip_accents=None,
            tokenize_chinese_chars=True, model_max_length=max_seq_length))
@@ -115,7 +115,7 @@ def export_hf(model, config, output_dir, log=print):
   Raises UserError for a relative position bias (HF ELECTRA has none).
   """
   names.refuse_relative_position(config, "hf")
-  if not os.path.isfile(config.vocab_file):
+  if not io_utils.is_file(config.vocab_file):
     raise UserError("vocab file %s not found; set hparam vocab_file." %
                     config.vocab_file)
   entries = names.model_entries(model, with_sampling_head=False)
@@ -126,11 +126,11 @@ def export_hf(model, config, output_dir, log=print):
   for role in ("discriminator", "generator"):
     tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
                for e in entries if e.role == role}
-    folder = os.path.join(output_dir, role)
-    os.makedirs(folder, exist_ok=True)
-    safetensors_io.save(os.path.join(folder, "model.safetensors"), tensors,
+    folder = posixpath.join(output_dir, role)
+    io_utils.make_dirs(folder)
+    safetensors_io.save(posixpath.join(folder, "model.safetensors"), tensors,
                         metadata={"format": "pt"})
-    write_json_atomic(os.path.join(folder, "config.json"), hf_config(
+    write_json_atomic(posixpath.join(folder, "config.json"), hf_config(
         hparams[role], ARCHITECTURES[role],
         tie_word_embeddings=tied or role == "discriminator"))
     _write_tokenizer_files(folder, config.vocab_file, config.do_lower_case,
@@ -174,9 +174,9 @@ def _normalise(name):
 
 
 def is_hf_folder(path):
-  return (os.path.isdir(path) and
-          os.path.isfile(os.path.join(path, "config.json")) and
-          os.path.isfile(os.path.join(path, "model.safetensors")))
+  return (io_utils.is_dir(path) and
+          io_utils.is_file(posixpath.join(path, "config.json")) and
+          io_utils.is_file(posixpath.join(path, "model.safetensors")))
 
 
 def read_hf_folder(path):
@@ -187,10 +187,9 @@ def read_hf_folder(path):
   `ignored` [source keys no role uses]; `optional` {(role, name)} whose
   shapes may not fit (a BERT MLM head offered to the generator).
   """
-  config_path = os.path.join(path, "config.json")
+  config_path = posixpath.join(path, "config.json")
   try:
-    with open(config_path) as f:
-      config = json.load(f)
+    config = io_utils.read_json(config_path)
   except ValueError as e:
     raise UserError("%s is not valid JSON: %s" % (config_path, e))
   model_type = config.get("model_type")
@@ -198,7 +197,7 @@ def read_hf_folder(path):
     raise UserError("%s: model_type %r; only \"electra\" and \"bert\" "
                     "folders load." % (config_path, model_type))
   architecture = (config.get("architectures") or [""])[0]
-  raw = safetensors_io.load(os.path.join(path, "model.safetensors"))
+  raw = safetensors_io.load(posixpath.join(path, "model.safetensors"))
   body, head, ignored = {}, {}, []
   for key, value in raw.items():
     name = _normalise(key)

@@ -14,7 +14,7 @@ Every variable of the target is loaded or logged as "not in the source,
 initialised fresh"; source tensors nothing reads are logged too.
 """
 
-import os
+import posixpath
 
 import tensorflow as tf
 
@@ -22,6 +22,7 @@ from interop import hf
 from interop import names
 from interop import tf1
 from model import checkpoints
+from util import io_utils
 from util.errors import UserError
 
 
@@ -29,8 +30,8 @@ def detect(source):
   """"hf", "hf_pair", "tf1" or "ours" (UserError if none fits)."""
   if hf.is_hf_folder(source):
     return "hf"
-  if (os.path.isdir(source) and
-      any(hf.is_hf_folder(os.path.join(source, role))
+  if (io_utils.is_dir(source) and
+      any(hf.is_hf_folder(posixpath.join(source, role))
           for role in hf.ARCHITECTURES)):
     return "hf_pair"
   if tf1.is_tf1_checkpoint(source):
@@ -62,7 +63,7 @@ def read_source(source, num_attention_heads=None):
     merged = dict(tensors={}, sizes={}, ignored=[], optional=set(),
                   description="Hugging Face folders in %s" % source)
     for role in hf.ARCHITECTURES:
-      folder = os.path.join(source, role)
+      folder = posixpath.join(source, role)
       if not hf.is_hf_folder(folder):
         continue
       part = hf.read_hf_folder(folder)

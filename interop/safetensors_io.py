@@ -13,6 +13,7 @@ import struct
 
 import numpy as np
 
+from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_bytes_atomic
 
@@ -50,8 +51,7 @@ def save(path, tensors, metadata=None):
 
 def load(path):
   """{name: numpy array} from a `.safetensors` file (UserError if broken)."""
-  with open(path, "rb") as f:
-    data = f.read()
+  data = io_utils.read_bytes(path)
   try:
     (length,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + length].decode("utf-8"))
@@ -79,5 +79,4 @@ def load(path):
 
 def copy_atomic(source, destination):
   """Copies a file (a vocab.txt) through `write_bytes_atomic`."""
-  with open(source, "rb") as f:
-    write_bytes_atomic(destination, f.read())
+  write_bytes_atomic(destination, io_utils.read_bytes(source))

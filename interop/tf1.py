@@ -15,8 +15,7 @@ number of heads and `hidden_act` from a `bert_config.json` (or
 `generator_config.json` (written by `export_tf1`), else from the caller.
 """
 
-import json
-import os
+import posixpath
 import re
 
 import numpy as np
@@ -24,6 +23,7 @@ import tensorflow as tf
 
 from interop import names
 from interop.safetensors_io import copy_atomic
+from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -35,7 +35,7 @@ _CONFIGS = {"discriminator": ("bert_config.json", "config.json"),
 
 def _prefix(path):
   """The checkpoint prefix of `path` (a prefix or a directory), or None."""
-  if os.path.isdir(path):
+  if io_utils.is_dir(path):
     return tf.train.latest_checkpoint(path)
   if tf.io.gfile.exists(path + ".index"):
     return path
@@ -72,11 +72,10 @@ def _tower_sizes(shapes, scope, embeddings_scope):
 
 def _config_beside(directory, role):
   for name in _CONFIGS[role]:
-    path = os.path.join(directory, name)
-    if os.path.isfile(path):
+    path = posixpath.join(directory, name)
+    if io_utils.is_file(path):
       try:
-        with open(path) as f:
-          return json.load(f), path
+        return io_utils.read_json(path), path
       except ValueError as e:
         raise UserError("%s is not valid JSON: %s" % (path, e))
   return None, None
@@ -118,7 +117,7 @@ def read_tf1(path, num_attention_heads=None):
     for role in roles:
       tensors[role][names.tf1_to_hf(name)] = value
   sizes = {}
-  directory = os.path.dirname(prefix)
+  directory = posixpath.dirname(prefix)
   for role, scope, emb in (("discriminator", "electra", "electra"),
                            ("generator", "generator", gen_emb)):
     role_sizes = _tower_sizes(shapes, scope, emb)
@@ -161,8 +160,8 @@ def export_tf1(model, config, output_dir, step=0, log=print):
   for entry in names.model_entries(model):
     values.setdefault(entry.tf1, names.tf1_layout(
         entry, entry.variable.numpy()))
-  os.makedirs(output_dir, exist_ok=True)
-  prefix = os.path.join(output_dir, "model.ckpt")
+  io_utils.make_dirs(output_dir)
+  prefix = posixpath.join(output_dir, "model.ckpt")
   with tf.Graph().as_default():
     variables = [tf.compat.v1.get_variable(
         name, initializer=tf.constant(np.asarray(value)))
@@ -174,11 +173,11 @@ def export_tf1(model, config, output_dir, step=0, log=print):
     with tf.compat.v1.Session() as session:
       session.run(tf.compat.v1.global_variables_initializer())
       path = saver.save(session, prefix, global_step=int(step))
-  write_json_atomic(os.path.join(output_dir, "bert_config.json"),
+  write_json_atomic(posixpath.join(output_dir, "bert_config.json"),
                     _bert_config(config.model_hparams))
-  write_json_atomic(os.path.join(output_dir, "generator_config.json"),
+  write_json_atomic(posixpath.join(output_dir, "generator_config.json"),
                     _bert_config(config.generator_hparams))
-  if os.path.isfile(config.vocab_file):
-    copy_atomic(config.vocab_file, os.path.join(output_dir, "vocab.txt"))
+  if io_utils.is_file(config.vocab_file):
+    copy_atomic(config.vocab_file, posixpath.join(output_dir, "vocab.txt"))
   log("exported %d tensors -> %s" % (len(values), path))
   return path

@@ -10,10 +10,11 @@ no whole document (a corpus of few, long documents): it moves the last
 examples of the corpus stream to the held-out shards.
 """
 
-import os
+import posixpath
 
 import numpy as np
 
+from util import io_utils
 from util.errors import UserError
 
 
@@ -36,9 +37,8 @@ class ShardWriter(object):
     self.prefix = prefix
     self.requested = num_shards
     self._dir = output_dir
-    self._tmp = [os.path.join(output_dir, ".tmp-%s%s-%05d" % (prefix, tmp_tag,
-                                                              i))
-                 for i in range(num_shards)]
+    self._tmp = [posixpath.join(output_dir, ".tmp-%s%s-%05d" % (
+        prefix, tmp_tag, i)) for i in range(num_shards)]
     self._writers = None
     self.counts = [0] * num_shards
     self._next = 0
@@ -85,7 +85,7 @@ class ShardWriter(object):
   def commit(self):
     """Renames the non-empty shards to their final names; drops the rest."""
     for tmp, name in zip(self._tmp, self.names):
-      os.replace(tmp, os.path.join(self._dir, name))
+      io_utils.rename(tmp, posixpath.join(self._dir, name))
     self.discard()
 
   def discard(self):
@@ -93,8 +93,8 @@ class ShardWriter(object):
       for w in self._writers:
         w.close()
     for tmp in self._tmp:
-      if os.path.exists(tmp):
-        os.remove(tmp)
+      if io_utils.exists(tmp):
+        io_utils.remove(tmp)
 
   def summary(self):
     return [{"file": name, "examples": c}

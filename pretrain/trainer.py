@@ -26,7 +26,6 @@ import tf_keras
 
 from interop import loader as interop_loader
 from model import checkpoints as checkpoints_lib
-from model import losses
 from model import optimization
 from model import train_step as train_step_lib
 from model.electra_pretraining import ElectraPretrainingModel

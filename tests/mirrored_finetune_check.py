@@ -1,6 +1,6 @@
 """Fine-tuned weights of one device vs 2 logical CPU replicas (mirrored).
 
-For tests/test_finetune_training.py; run in a fresh process (the CPU must be
+For tests/finetune/test_finetune_training.py; run in a fresh process (the CPU must be
 split before TensorFlow starts):
 
   python tests/mirrored_finetune_check.py OUT_DIR HPARAMS_JSON

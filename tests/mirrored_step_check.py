@@ -1,6 +1,6 @@
 """First-step losses and gradients of one device vs 2 logical CPU replicas.
 
-For tests/test_run_pretraining.py; run in a fresh process (the CPU must be
+For tests/pretrain/test_run_pretraining.py; run in a fresh process (the CPU must be
 split before TensorFlow starts):
 
   python tests/mirrored_step_check.py DATA_DIR HPARAMS_JSON OUT.npz

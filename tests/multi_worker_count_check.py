@@ -11,7 +11,7 @@ NUM_STEPS global batches and saves what this worker read to OUT.npz:
   global_examples: [NUM_STEPS], the examples of each step summed over every
     replica of the cluster (an all-reduce, so the workers really talk);
   num_input_pipelines, input_pipeline_id: what the InputContext said.
-Used by tests/test_multi_worker_data.py.
+Used by tests/pretrain/test_multi_worker_data.py.
 """
 
 import json

@@ -13,8 +13,9 @@ from bench import harness
 from bench import input_pipeline
 from bench import peer as peer_lib
 from tests import pretrain_fixtures
+from tests import paths
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = paths.REPO
 _TINY_HPARAMS = {"max_predictions_per_seq": 4}
 
 

@@ -2,15 +2,11 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 import configure
 from configure import ConfigError, FinetuningConfig, PretrainingConfig
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_defaults_are_electra_small():

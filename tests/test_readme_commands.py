@@ -19,8 +19,9 @@ import subprocess
 import sys
 
 import pytest
+from tests import paths
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = paths.REPO
 FINETUNE_FIXTURES = os.path.join(REPO, "tests", "fixtures", "finetune",
                                  "finetuning_data")
 TIMEOUT = 600

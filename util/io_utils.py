@@ -82,6 +82,22 @@ def listdir(path):
   return sorted(name.rstrip("/") for name in _tf().io.gfile.listdir(path))
 
 
+def make_dirs(path):
+  """Creates directory `path` and its parents (any gfile path), if missing."""
+  _tf().io.gfile.makedirs(path)
+
+
+def remove(path):
+  """Deletes the file at `path` (any gfile path)."""
+  _tf().io.gfile.remove(path)
+
+
+def rename(source, target):
+  """Moves `source` to `target`, replacing it (any gfile paths; on GCS a
+  copy and a delete, see `write_bytes_atomic`)."""
+  _tf().io.gfile.rename(source, target, overwrite=True)
+
+
 def remove_tree(path):
   """Deletes the directory `path` and everything in it, if it exists."""
   if is_dir(path):

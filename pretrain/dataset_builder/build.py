@@ -20,6 +20,7 @@ from pretrain.dataset_builder.progress import Progress
 from pretrain.tfrecord_shards import ShardWriter
 from pretrain.tfrecord_shards import hold_out_tail
 from util import corpus as corpus_lib
+from util import io_utils
 from util.errors import UserError
 
 _RESULT_COUNTS = ("train_tokens", "heldout_tokens", "corpus_tokens",
@@ -182,7 +183,7 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
   files, skipped = corpus_lib.list_corpus_files(corpus_dir)
   for relpath, reason in skipped:
     corpus_lib.warn_skipped(relpath, reason)
-  created = not os.path.exists(output_dir)
+  created = not io_utils.exists(output_dir)
   output.prepare_output_dir(output_dir, overwrite)
   builder = ExampleBuilder(tokenizer, max_seq_length, blanks_separate_docs,
                            heldout_fraction, seed)
@@ -214,8 +215,9 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
     for w in (train, heldout):
       if w is not None:
         w.discard()
-    if created and os.path.isdir(output_dir) and not os.listdir(output_dir):
-      os.rmdir(output_dir)
+    if (created and io_utils.is_dir(output_dir) and
+        not io_utils.listdir(output_dir)):
+      io_utils.remove_tree(output_dir)
     raise
 
   timings = {"elapsed_seconds": time.time() - start,

@@ -1,8 +1,9 @@
 """The builder's output directory: its file names, its checks, manifest.json."""
 
-import os
+import posixpath
 
 from pretrain.dataset_builder.tfrecord_encoding import FEATURES
+from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -17,24 +18,25 @@ def prepare_output_dir(output_dir, overwrite):
   Returns:
     the sorted names already in output_dir (empty when it was created).
   """
-  if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+  if io_utils.exists(output_dir) and not io_utils.is_dir(output_dir):
     raise UserError("--output-dir %s is a file, not a directory." % output_dir)
-  existing = sorted(os.listdir(output_dir)) if os.path.isdir(output_dir) else []
+  existing = (io_utils.listdir(output_dir) if io_utils.is_dir(output_dir)
+              else [])
   if existing and not overwrite:
     raise UserError(
         "output directory %s is not empty (%d entries, e.g. %s); pass "
         "--overwrite to replace its shards and manifest, or choose another "
         "--output-dir." % (output_dir, len(existing), existing[0]))
-  os.makedirs(output_dir, exist_ok=True)
+  io_utils.make_dirs(output_dir)
   return existing
 
 
 def remove_old_outputs(output_dir):
   """Deletes the shards and manifest of an earlier build (nothing else)."""
-  for name in os.listdir(output_dir):
+  for name in io_utils.listdir(output_dir):
     if (name.startswith(TRAIN_PREFIX + "-") or
         name.startswith(HELDOUT_PREFIX + "-") or name == MANIFEST):
-      os.remove(os.path.join(output_dir, name))
+      io_utils.remove(posixpath.join(output_dir, name))
 
 
 def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
@@ -94,5 +96,5 @@ def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
       "heldout_unit": heldout_unit,
       "notes": [n for n in (train.note(), heldout and heldout.note()) if n],
   }
-  write_json_atomic(os.path.join(output_dir, MANIFEST), manifest)
+  write_json_atomic(posixpath.join(output_dir, MANIFEST), manifest)
   return manifest

@@ -22,9 +22,9 @@ import sys
 import tempfile
 
 from util.io_utils import write_json_atomic
+from tests import paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+ROOT = paths.REPO
 DIGESTS_FILE = os.path.join(ROOT, "tests", "fixtures", "builder_digests.json")
 FIXTURES = os.path.join("tests", "fixtures", "pretraining_dataset")
 FIXTURE_VOCAB = os.path.join("tests", "fixtures", "tokenization", "vocab.txt")

@@ -9,8 +9,9 @@ from model import tokenization
 from pretrain.dataset_builder.vocabulary import build_vocab
 from util.cli import run_main
 from util.errors import UserError
+from tests import paths
 
-CORPUS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures",
+CORPUS = os.path.join(paths.FIXTURES,
                       "pretraining_dataset")
 
 

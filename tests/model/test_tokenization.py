@@ -8,8 +8,9 @@ import pytest
 
 from model import tokenization
 from util.errors import UserError
+from tests import paths
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+FIXTURES = paths.FIXTURES
 VOCAB = os.path.join(FIXTURES, "tokenization", "vocab.txt")
 CORPUS = os.path.join(FIXTURES, "pretraining_dataset")
 

@@ -27,9 +27,10 @@ from finetune import task_builder
 from finetune import truncation
 from finetune.classification import classification_metrics
 from tests import finetune_fixtures as ff
+from tests import paths
 from util.errors import UserError
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = paths.REPO
 FIXTURE_DIR = os.path.join(REPO, "tests", "fixtures", "custom_tasks")
 FIXTURE_TASKS = os.path.join(FIXTURE_DIR, "finetuning_data")
 

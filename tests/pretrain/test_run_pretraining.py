@@ -21,8 +21,9 @@ import tensorflow as tf
 
 from pretrain import eval_metrics
 from tests import pretrain_fixtures
+from tests import paths
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = paths.REPO
 TIMEOUT = 600
 
 # Resume test: HP-Loss (the most state: sampling head, estimator) with eval.

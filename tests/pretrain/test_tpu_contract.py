@@ -22,7 +22,6 @@ from pretrain import step_statistics
 from pretrain import trainer as trainer_lib
 from tests import pretrain_fixtures
 from util import process_setup
-from util import process_setup
 
 LOOP_STEPS = 3
 HPARAMS = dict(pretrain_fixtures.RUNNER_HPARAMS, sampling="hp_loss",

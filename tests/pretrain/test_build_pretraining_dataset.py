@@ -22,8 +22,9 @@ from pretrain.dataset_builder.tfrecord_encoding import FEATURES
 from pretrain.dataset_builder.tfrecord_encoding import serialize_examples
 from util.cli import run_main
 from util.errors import UserError
+from tests import paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.REPO
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 VOCAB = os.path.join(FIXTURES, "tokenization", "vocab.txt")
 CORPUS = os.path.join(FIXTURES, "pretraining_dataset")
@@ -413,3 +414,23 @@ def test_corpus_too_small_to_hold_out_is_exit_2(tmp_path, capsys):
   err = capsys.readouterr().err
   assert "too few to hold out" in err and "--heldout-fraction 0" in err
   assert not os.path.exists(out) or not os.listdir(out)
+
+
+def test_output_dir_on_another_filesystem_gets_the_same_bytes(tmp_path):
+  """--output-dir may be any tf.io.gfile path (gs://...): on TensorFlow's
+  in-memory ram:// filesystem, with 2 forked worker processes, the shards
+  and manifest hold the bytes of a local build."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  common = ["--corpus-dir", CORPUS, "--vocab-file", VOCAB,
+            "--max-seq-length", "48", "--num-shards", "3", "--seed", "7",
+            "--heldout-fraction", "0.2", "--num-processes", "2"]
+  ram = "ram://builder-%d/out" % os.getpid()
+  assert cli.main(common + ["--output-dir", str(tmp_path / "local")]) == 0
+  assert cli.main(common + ["--output-dir", ram]) == 0
+  local = _shard_bytes(tmp_path / "local")
+  remote = {name: tf.io.gfile.GFile(ram + "/" + name, "rb").read()
+            for name in tf.io.gfile.listdir(ram) if name in local}
+  assert len(local) == 6 and remote == local
+  assert not [n for n in tf.io.gfile.listdir(ram) if n.startswith(".tmp")]
+  manifest = json.loads(tf.io.gfile.GFile(ram + "/manifest.json").read())
+  assert manifest["examples"]["heldout"] > 0

@@ -19,6 +19,7 @@ from finetune.trainer import Trainer
 from model import checkpoints
 from model.encoder import build_discriminator_encoder
 from tests import finetune_fixtures as ff
+from tests import paths
 from util.errors import UserError
 
 
@@ -210,7 +211,7 @@ def test_mirrored_on_two_cpus_matches_one_device(tmp_path):
   hparams = dict(task_names=["sst"], do_eval=False, num_train_epochs=8.0)
   hparams["model_hparam_overrides"] = dict(
       ff.TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  root = paths.REPO
   proc = subprocess.run(
       [sys.executable, os.path.join("tests", "mirrored_finetune_check.py"),
        str(tmp_path), json.dumps(hparams)], cwd=root, capture_output=True,

@@ -20,13 +20,14 @@ import tensorflow as tf
 
 from pretrain import pretrain_data
 from tests import pretrain_fixtures
-from tests.test_pretrain_data import make_config
-from tests.test_pretrain_data import make_data
-from tests.test_pretrain_data import unbatch
-from tests.test_run_pretraining import _free_ports
+from tests import paths
+from tests.pretrain.test_pretrain_data import make_config
+from tests.pretrain.test_pretrain_data import make_data
+from tests.pretrain.test_pretrain_data import unbatch
+from tests.pretrain.test_run_pretraining import _free_ports
 from util.errors import UserError
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = paths.REPO
 STEPS = 5
 GLOBAL_BATCH = 8
 HPARAMS = dict(max_seq_length=32, train_batch_size=GLOBAL_BATCH,
