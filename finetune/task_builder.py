@@ -2,6 +2,7 @@
 tasks described by a task.json in `<data_dir>/finetuning_data/<name>/`."""
 
 from finetune import custom_tasks
+from finetune import task_spec
 from finetune.classification import classification_tasks
 from finetune.qa import qa_tasks
 from finetune.tagging import tagging_tasks
@@ -31,9 +32,9 @@ def check_task_names(names, data_dir=None):
   `finetune.custom_tasks`).
   """
   unknown = [name for name in names if name not in TASKS and
-             not custom_tasks.has_task_json(data_dir, name)]
+             not task_spec.has_task_json(data_dir, name)]
   if unknown:
-    raise UserError(custom_tasks.unknown_task_message(unknown, TASKS,
+    raise UserError(task_spec.unknown_task_message(unknown, TASKS,
                                                       data_dir))
 
 
@@ -42,11 +43,11 @@ def get_task(config, name, tokenizer):
   described by `<config.data_dir>/finetuning_data/<name>/task.json`."""
   check_task_names([name], config.data_dir)
   if name in TASKS:
-    if custom_tasks.has_task_json(config.data_dir, name):
+    if task_spec.has_task_json(config.data_dir, name):
       raise UserError("%s: %r is a built-in task, which reads its files "
                       "without a task.json; to describe your own task, put "
                       "its files and task.json in a directory with another "
-                      "name." % (custom_tasks.task_json_path(config.data_dir,
+                      "name." % (task_spec.task_json_path(config.data_dir,
                                                              name), name))
     return TASKS[name](config, tokenizer)
   return custom_tasks.build_task(config, name, tokenizer)

@@ -1,4 +1,4 @@
-"""Tasks described by a task.json (finetune/custom_tasks.py).
+"""Tasks described by a task.json (finetune/task_spec.py, custom_tasks.py).
 
 Fixtures: tests/fixtures/custom_tasks/finetuning_data/ holds the README's
 example (`reviews`, classification CSV), a JSONL sentence-pair task (`pairs`),
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import run_finetuning
-from finetune import custom_tasks
+from finetune import task_spec
 from finetune import preprocessing
 from finetune import readers
 from finetune import runner
@@ -228,7 +228,7 @@ def test_more_than_two_text_columns_are_joined(tmp_path, tokenizer):
              {"train.tsv": _rows_file("tsv", header, rows)})
   task = _task(tmp_path, "j", tokenizer)
   data = task.load("train")
-  assert custom_tasks.TEXT_SEPARATOR == " | "
+  assert task_spec.TEXT_SEPARATOR == " | "
   assert data.examples[0].text_a == "the dog | a dog story | the dog slept"
   assert data.examples[0].text_b is None
   assert set(data.features["segment_ids"].ravel()) == {0}
@@ -254,12 +254,12 @@ def test_label_order_does_not_depend_on_row_order(tmp_path, tokenizer):
 
 
 def test_numeric_labels_sort_numerically():
-  assert custom_tasks.sorted_labels(["10", "9", "2", "-1"]) == [
+  assert task_spec.sorted_labels(["10", "9", "2", "-1"]) == [
       "-1", "2", "9", "10"]
-  assert custom_tasks.sorted_labels(["b", "10", "a", "9"]) == [
+  assert task_spec.sorted_labels(["b", "10", "a", "9"]) == [
       "10", "9", "a", "b"]
-  assert custom_tasks.label_text(1) == "1"
-  assert custom_tasks.label_text(True) == "true"
+  assert task_spec.label_text(1) == "1"
+  assert task_spec.label_text(True) == "true"
 
 
 def test_given_labels_keep_their_order(tmp_path, tokenizer):
@@ -494,7 +494,7 @@ def test_file_that_is_not_utf8(file_format, tmp_path, tokenizer):
   good = {"tsv": "text\tlabel\nthe dog\ta\n", "csv": GOOD_CSV,
           "jsonl": '{"text": "the dog", "label": "a"}\n',
           "conll": "the O\ndog O\n"}[file_format]
-  extension = custom_tasks.EXTENSIONS[file_format]
+  extension = task_spec.EXTENSIONS[file_format]
   message = _bad_task(tmp_path, tokenizer, spec=spec, files={
       "train" + extension: good.encode("utf-8") + b"caf\xe9 x\n"})
   lines = good.count("\n") + 1
