@@ -5,4 +5,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ELECTRA_TEST_DEPS=1 bash "$root/scripts/setup.sh"
 cd "$root"
 export TF_CPP_MIN_LOG_LEVEL=2
-exec "${ELECTRA_VENV:-$root/.venv}/bin/python" -m pytest -q tests "$@"
+# Test files run in TEST_WORKERS parallel processes (pytest-xdist; default 2,
+# the CI machine's cores; 0 runs them in this process), each file's tests in
+# one worker and in order.
+workers="${TEST_WORKERS:-2}"
+parallel=()
+if [ "$workers" != 0 ]; then
+  parallel=(-n "$workers" --dist loadfile)
+fi
+exec "${ELECTRA_VENV:-$root/.venv}/bin/python" -m pytest -q ${parallel[@]+"${parallel[@]}"} \
+  tests "$@"
