@@ -17,7 +17,8 @@ from util.cli import quiet_tensorflow_startup
 
 quiet_tensorflow_startup()
 
-from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
+from configure import FINETUNE_FIELDS  # pylint: disable=g-import-not-at-top
+from configure import FinetuningConfig
 from configure import implied_vocab_size
 from configure import load_hparams
 from util.cli import run_main
@@ -37,6 +38,9 @@ def parse_args(argv=None):
 def main(argv=None):
   args = parse_args(argv)
   hparams = load_hparams(args.hparams)
+  if hparams.get("init_checkpoint") not in (None, "none"):
+    from interop import convert  # pylint: disable=g-import-not-at-top
+    hparams = convert.with_source_hparams(hparams, FINETUNE_FIELDS)
   config = FinetuningConfig(args.model_name, args.data_dir, **hparams)
   implied = implied_vocab_size(hparams, config.vocab_file)
   if implied:

@@ -30,6 +30,9 @@ def build_config(data_dir, model_name, hparams):
     raise UserError("data directory %s does not exist; build it with "
                     "build_pretraining_dataset.py (see README)." % data_dir)
   hparams = configure.load_hparams(hparams)
+  if hparams.get("init_checkpoint"):
+    from interop import convert  # pylint: disable=g-import-not-at-top
+    hparams = convert.with_source_hparams(hparams, configure.PRETRAIN_FIELDS)
   config = configure.PretrainingConfig(model_name, data_dir, **hparams)
   if not io_utils.exists(config.vocab_file):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "

@@ -75,6 +75,23 @@ def merge_hparams(source, user):
   return merged
 
 
+def with_source_hparams(user_hparams, fields):
+  """`user_hparams` with what an HF or TF1 `init_checkpoint` records (sizes,
+  tying, its vocab.txt) filled in where the user set nothing; only keys of
+  `fields` (a config class's FIELDS). Our own checkpoints and "none" add
+  nothing. A size the user gives that differs from the source's is refused
+  when the weights load (`loader.load_into`), naming both values.
+  """
+  source = user_hparams.get("init_checkpoint")
+  if not source or source == "none" or not loader.is_foreign(source):
+    return user_hparams
+  heads = user_hparams.get("model_hparam_overrides", {}).get(
+      "num_attention_heads")
+  found = source_hparams(source, {"discriminator": heads} if heads else None)
+  return merge_hparams({k: v for k, v in found.items() if k in fields},
+                       user_hparams)
+
+
 def pretraining_config(model_name, data_dir, user_hparams, source=None,
                        num_attention_heads=None):
   """A `PretrainingConfig` whose sizes default to `source`'s."""

@@ -4,8 +4,8 @@
 through `tf.io.gfile` and would work on `gs://` too. It lives inside the
 process that made it, so the entry points' `main` functions are called here,
 in one process: the same sequence (pre-train 4 steps, resume to 6 with
-evaluation, fine-tune from the checkpoint) on disk and on `ram://` must give
-the same losses.
+evaluation, fine-tune from the checkpoint, export to Hugging Face) on disk
+and on `ram://` must give the same losses and the same exported bytes.
 
 The vocabulary is the data directory's own (`<data-dir>/vocab.txt`), read
 through gfile too.
@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import export_model
 import run_finetuning
 import run_pretraining
 from tests import finetune_fixtures
@@ -60,6 +61,9 @@ def _run_everything(data_dir, vocab_file, capsys):
       model_hparam_overrides=PRETRAIN["model_hparam_overrides"])
   run_finetuning.main(["--data-dir", data_dir, "--model-name", MODEL,
                        "--hparams", json.dumps(finetune)])
+  export_dir = posixpath.join(data_dir, "export", "hf")
+  assert export_model.main(["--data-dir", data_dir, "--model-name", MODEL,
+                            "--format", "hf", "--output", export_dir]) == 0
   model_dir = posixpath.join(data_dir, "models", MODEL)
   with tf.io.gfile.GFile(posixpath.join(model_dir, "results",
                                         "pretrain_eval.json")) as f:
@@ -71,6 +75,9 @@ def _run_everything(data_dir, vocab_file, capsys):
       losses=[tuple(float(v) for v in m.groups()) for m in _LOSS.finditer(log)],
       pretrain_eval=pretrain_eval, finetune=finetune_record,
       files=sorted(tf.io.gfile.listdir(model_dir)),
+      exported={role: tf.io.gfile.GFile(posixpath.join(
+          export_dir, role, "model.safetensors"), "rb").read()
+                for role in ("discriminator", "generator")},
       plot=tf.io.gfile.exists(posixpath.join(
           model_dir, "results", "gen_max_prob_histogram.png")))
 
@@ -111,6 +118,8 @@ def test_data_dir_on_ram_filesystem_gives_the_losses_of_disk(tmp_path,
   assert {"checkpoints", "config.json", "results", "train"} <= set(
       ram_run["files"])
   assert ram_run["plot"] and disk_run["plot"]
+  # The HF export of the same weights has the same bytes.
+  assert ram_run["exported"] == disk_run["exported"]
   assert [l[0] for l in ram_run["losses"]] == [2, 4, 6]
   np.testing.assert_allclose(ram_run["losses"], disk_run["losses"],
                              rtol=1e-5)

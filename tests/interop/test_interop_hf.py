@@ -161,3 +161,39 @@ def test_relative_position_is_refused(world, tmp_path):
                    randomise=False)
   with pytest.raises(UserError, match="relative position bias"):
     hf.export_hf(model, model.config, str(tmp_path / "out"))
+
+
+def test_sizes_come_from_an_hf_init_checkpoint(world, tmp_path):
+  """run_pretraining.py / run_finetuning.py with only `init_checkpoint`: the
+  model's sizes are the source's (the user's hparams still win)."""
+  import configure  # pylint: disable=g-import-not-at-top
+  import run_pretraining  # pylint: disable=g-import-not-at-top
+  from interop import convert  # pylint: disable=g-import-not-at-top
+  data_dir = tmp_path / "D"
+  data_dir.mkdir()
+  ix.write_vocab(data_dir / "vocab.txt")
+  pair = str(world["root"] / "pair")
+  config = run_pretraining.build_config(str(data_dir), "m",
+                                        {"init_checkpoint": pair})
+  disc = _FOLDERS["hf_d"][2]
+  for key in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+              "intermediate_size", "embedding_size", "vocab_size",
+              "max_position_embeddings"):
+    assert config.model_hparams[key] == disc[key], key
+  assert config.generator_hparams["hidden_size"] == 8
+  assert config.max_seq_length == 32  # the source's positions
+  # Fine-tuning takes the sizes only (no generator fields).
+  finetune = convert.with_source_hparams(
+      {"init_checkpoint": pair, "learning_rate": 1e-4},
+      configure.FINETUNE_FIELDS)
+  assert finetune["model_hparam_overrides"]["hidden_size"] == 32
+  assert "generator_hidden_size" not in finetune
+  assert finetune["learning_rate"] == 1e-4
+  # A size the user gives wins over the source's (and the loader then
+  # refuses the mismatch by name: test_transformers_electra_loads_into_ours).
+  mine = convert.with_source_hparams(
+      {"init_checkpoint": pair,
+       "model_hparam_overrides": {"intermediate_size": 48}},
+      configure.PRETRAIN_FIELDS)
+  assert mine["model_hparam_overrides"]["intermediate_size"] == 48
+  assert mine["model_hparam_overrides"]["hidden_size"] == 32
