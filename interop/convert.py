@@ -9,7 +9,6 @@ user's win, and `loader.load_into` then names any size that disagrees);
 import posixpath
 
 import numpy as np
-import tensorflow as tf
 
 import configure
 from interop import loader
@@ -105,20 +104,8 @@ def pretraining_config(model_name, data_dir, user_hparams, source=None,
     raise UserError("%s (hparams taken from %s and --hparams)" % (e, source))
 
 
-def dummy_features(config):
-  """A one-example batch that builds every variable of the model."""
-  seq = min(8, config.max_seq_length)
-  preds = min(2, seq)
-  zeros = lambda n: tf.zeros([1, n], tf.int32)
-  return dict(input_ids=zeros(seq), input_mask=tf.ones([1, seq], tf.int32),
-              segment_ids=zeros(seq), masked_input_ids=zeros(seq),
-              masked_lm_positions=zeros(preds), masked_lm_ids=zeros(preds),
-              masked_lm_weights=tf.ones([1, preds]),
-              sample_seed=tf.zeros([1, 2], tf.int32))
-
-
 def build_model(config):
   """An `ElectraPretrainingModel` of `config`, called once (variables exist)."""
   model = electra_pretraining.ElectraPretrainingModel(config)
-  model(dummy_features(config), training=False)
+  model(electra_pretraining.dummy_features(config), training=False)
   return model

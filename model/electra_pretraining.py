@@ -260,3 +260,15 @@ class ElectraPretrainingModel(tf_keras.Model):
 
   def get_config(self):
     return self.config.to_dict()
+
+
+def dummy_features(config, batch_size=1):
+  """A batch of the pipeline's structure, to create the model's variables."""
+  seq, preds = config.max_seq_length, config.max_predictions_per_seq
+  ids = tf.ones([batch_size, seq], tf.int32)
+  positions = tf.tile(tf.range(1, preds + 1)[tf.newaxis], [batch_size, 1])
+  return dict(input_ids=ids, input_mask=ids, segment_ids=ids * 0,
+              masked_input_ids=ids, masked_lm_positions=positions,
+              masked_lm_ids=tf.ones_like(positions),
+              masked_lm_weights=tf.ones([batch_size, preds], tf.float32),
+              sample_seed=tf.zeros([batch_size, 2], tf.int32))

@@ -28,6 +28,7 @@ from interop import loader as interop_loader
 from model import checkpoints as checkpoints_lib
 from model import optimization
 from model import train_step as train_step_lib
+from model import electra_pretraining
 from model.electra_pretraining import ElectraPretrainingModel
 from pretrain import data_stream
 from pretrain import evaluation
@@ -99,7 +100,8 @@ class PretrainingTrainer(object):
               config.gradient_accumulation_steps, slices))
     with self.strategy.scope():
       self.model = ElectraPretrainingModel(config)
-      self.model(dummy_features(config), training=False)
+      self.model(electra_pretraining.dummy_features(config),
+                 training=False)
       optimizer = optimization.create_optimizer(
           config.learning_rate, config.num_train_steps,
           config.num_warmup_steps, config.weight_decay_rate,
@@ -401,18 +403,6 @@ class PretrainingTrainer(object):
                                                   self.strategy)
     return evaluation.evaluate(self.config, self.model, self.strategy, step,
                                log=self.log, eval_step=self._eval_step)
-
-
-def dummy_features(config, batch_size=1):
-  """A batch of the pipeline's structure, to create the model's variables."""
-  seq, preds = config.max_seq_length, config.max_predictions_per_seq
-  ids = tf.ones([batch_size, seq], tf.int32)
-  positions = tf.tile(tf.range(1, preds + 1)[tf.newaxis], [batch_size, 1])
-  return dict(input_ids=ids, input_mask=ids, segment_ids=ids * 0,
-              masked_input_ids=ids, masked_lm_positions=positions,
-              masked_lm_ids=tf.ones_like(positions),
-              masked_lm_weights=tf.ones([batch_size, preds], tf.float32),
-              sample_seed=tf.zeros([batch_size, 2], tf.int32))
 
 
 def dropout_rng_checkpoint(model):
