@@ -8,61 +8,14 @@ exit code 2) naming the key, the expected type or range, and for an unknown
 key the nearest valid one.
 """
 
-import difflib
-import json
 import os
 
 from model import samplers
-from util.errors import UserError
 from util import io_utils
-from util.io_utils import write_json_atomic
-
-
-class ConfigError(UserError):
-  """A hyperparameter is unknown, of the wrong type, out of range or contradictory."""
-
-
-class Field(object):
-  """A hyperparameter: default value, accepted type(s), and what it means.
-
-  Args:
-    default: the value when neither a preset nor the user sets one.
-    types: accepted Python type(s).
-    doc: what it means (README's tables say the same).
-    choices: the accepted values, if a closed set.
-    min, max: the accepted range of a number (None: unbounded), inclusive
-      unless `exclusive` names the end ("min", "max" or both). Checked on
-      the final value, after presets and derivations; None always passes.
-  """
-
-  def __init__(self, default, types, doc, choices=None,
-            min=None, max=None,  # pylint: disable=redefined-builtin
-               exclusive=()):
-    self.default = default
-    self.types = types if isinstance(types, tuple) else (types,)
-    self.doc = doc
-    self.choices = choices
-    self.min, self.max = min, max
-    self.exclusive = (exclusive,) if isinstance(exclusive, str) else tuple(
-        exclusive)
-
-  def range_error(self, value):
-    """A description of the range `value` falls outside, or None."""
-    if value is None or (self.min is None and self.max is None):
-      return None
-    low_open, high_open = "min" in self.exclusive, "max" in self.exclusive
-    below = self.min is not None and (value <= self.min if low_open
-                                      else value < self.min)
-    above = self.max is not None and (value >= self.max if high_open
-                                      else value > self.max)
-    if not (below or above):
-      return None
-    if self.max is None:
-      return "%s %r" % (">" if low_open else ">=", self.min)
-    if self.min is None:
-      return "%s %r" % ("<" if high_open else "<=", self.max)
-    return "in %s%r, %r%s" % ("(" if low_open else "[", self.min, self.max,
-                              ")" if high_open else "]")
+from util.hparams import ConfigError
+from util.hparams import Field
+from util.hparams import HParams
+from util.hparams import unknown_key_error
 
 
 # Transformer sizes of docs/method.md §14 (ELECTRA's released models).
@@ -75,13 +28,15 @@ MODEL_SIZES = {
                   intermediate_size=4096, embedding_size=1024),
 }
 
-# Fields of the transformer that `model_hparam_overrides` may change.
+# Fields of the transformer that `model_hparam_overrides` may change
+# (`model_hparams`). The embedding sizes, shared by generator and
+# discriminator, are the top-level `vocab_size` and `embedding_size`.
 MODEL_HPARAM_DEFAULTS = dict(
-    vocab_size=30522, hidden_size=256, num_hidden_layers=12,
-    num_attention_heads=4, intermediate_size=1024, embedding_size=128,
-    hidden_act="gelu", hidden_dropout_prob=0.1,
+    hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
+    intermediate_size=1024, hidden_act="gelu", hidden_dropout_prob=0.1,
     attention_probs_dropout_prob=0.1, max_position_embeddings=512,
     type_vocab_size=2, initializer_range=0.02)
+EMBEDDING_KEYS = ("vocab_size", "embedding_size")
 
 _RUN_FIELDS = dict(
     seed=Field(42, int, "Seed of weights, masking, sampling and data order."),
@@ -108,8 +63,9 @@ _RUN_FIELDS = dict(
     model_hparam_overrides=Field({}, dict, "Transformer fields to override, "
                                  "e.g. {\"hidden_size\": 128}."),
     embedding_size=Field(None, (int, type(None)), "Token embedding width; "
-                         "None takes the model size's."),
-    vocab_size=Field(30522, int, "Vocabulary size; must match vocab.txt."),
+                         "None takes the model size's.", min=1),
+    vocab_size=Field(30522, int, "Vocabulary size; must match vocab.txt.",
+                     min=1),
     do_lower_case=Field(True, bool, "Lower-case (and strip accents) text."),
     max_seq_length=Field(128, int, "Tokens per example.", min=1),
     learning_rate=Field(5e-4, (float, int), "Peak learning rate.", min=0),
@@ -273,30 +229,6 @@ FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.",
                                      min=1)
 
 
-def load_hparams(hparams):
-  """Parses `--hparams`: a JSON object string, a path to a .json file, or None."""
-  if hparams is None or hparams == "":
-    return {}
-  if isinstance(hparams, dict):
-    return dict(hparams)
-  text = hparams
-  source = "--hparams"
-  if not hparams.lstrip().startswith("{"):
-    if not io_utils.exists(hparams):
-      raise ConfigError("--hparams %r is neither a JSON object nor an "
-                        "existing .json file." % hparams)
-    source = hparams
-    text = io_utils.read_text(hparams)
-  try:
-    parsed = json.loads(text)
-  except ValueError as e:
-    raise ConfigError("%s is not valid JSON: %s." % (source, e))
-  if not isinstance(parsed, dict):
-    raise ConfigError("%s must hold a JSON object of hyperparameters, got %s."
-                      % (source, type(parsed).__name__))
-  return parsed
-
-
 def implied_vocab_size(hparams, vocab_file):
   """{"vocab_size": lines of vocab_file} unless hparams set it (checked).
 
@@ -316,63 +248,37 @@ def implied_vocab_size(hparams, vocab_file):
   return {}
 
 
-def _type_names(types):
-  names = {int: "int", float: "float", bool: "bool", str: "string",
-           dict: "object", list: "list", type(None): "null"}
-  return " or ".join(names.get(t, t.__name__) for t in types)
+def saved_hparams(saved, fields):
+  """The user-settable hparams of a saved config.json dict, to rebuild it.
+
+  Paths and derived sizes are left out (recomputed); older files listing
+  the embedding sizes among the overrides too are read (their top-level
+  values are the effective ones).
+  """
+  skip = ("model_dir", "max_predictions_per_seq")
+  hparams = {k: v for k, v in saved.items()
+             if k in fields and k not in skip and v is not None}
+  hparams["model_hparam_overrides"] = {
+      k: v for k, v in hparams.get("model_hparam_overrides", {}).items()
+      if k not in EMBEDDING_KEYS}
+  return hparams
 
 
-def _check_value(key, value, field):
-  ok = any(isinstance(value, t) for t in field.types)
-  # bool is an int in Python; a bool where a number is expected is a mistake.
-  if isinstance(value, bool) and bool not in field.types:
-    ok = False
-  if not ok:
-    raise ConfigError("hparam %r must be %s, got %s %r." % (
-        key, _type_names(field.types), type(value).__name__, value))
-  if field.choices and value not in field.choices:
-    raise ConfigError("hparam %r must be one of %s, got %r." % (
-        key, ", ".join(repr(c) for c in field.choices), value))
+def saved_network_hparams(saved, role="discriminator"):
+  """`network_hparams(role)` of a saved config.json dict.
+
+  Reads config.json files of every version: older ones also kept
+  `vocab_size` and `embedding_size` inside model_hparams; the top-level
+  values win.
+  """
+  key = "generator_hparams" if role == "generator" else "model_hparams"
+  hparams = dict(saved.get(key, {}))
+  hparams.update({k: saved[k] for k in EMBEDDING_KEYS if k in saved})
+  return hparams
 
 
-def _unknown_key_error(key, valid, what="hparam"):
-  near = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.5)
-  hint = (" Did you mean %r?" % near[0]) if near else ""
-  return ConfigError("unknown %s %r.%s Valid keys: %s." % (
-      what, key, hint, ", ".join(sorted(valid))))
-
-
-class _Config(object):
-  """Shared machinery: defaults, presets, user overrides, validation, saving."""
-
-  FIELDS = {}
-
-  def __init__(self, model_name, data_dir, **kwargs):
-    self.model_name = model_name
-    self.data_dir = data_dir
-    for key in kwargs:
-      if key not in self.FIELDS:
-        raise _unknown_key_error(key, self.FIELDS)
-      _check_value(key, kwargs[key], self.FIELDS[key])
-    for key, field in self.FIELDS.items():
-      default = field.default
-      setattr(self, key, dict(default) if isinstance(default, dict) else
-              list(default) if isinstance(default, list) else default)
-    presets = self._presets(kwargs)
-    for key, value in presets.items():
-      if key not in kwargs:
-        setattr(self, key, value)
-    for key, value in kwargs.items():
-      setattr(self, key, value)
-    for key, field in self.FIELDS.items():
-      if field.types == (float, int) and getattr(self, key) is not None:
-        setattr(self, key, float(getattr(self, key)))
-    self.user_hparams = dict(kwargs)
-    self._derive()
-    self._validate()
-
-  def _presets(self, kwargs):
-    return {}
+class _Config(HParams):
+  """The model and path fields shared by pre-training and fine-tuning."""
 
   def _derive(self):
     self.vocab_file = self.vocab_file or os.path.join(self.data_dir,
@@ -381,29 +287,37 @@ class _Config(object):
                                                     self.model_name)
     overrides = self.model_hparam_overrides
     for key in overrides:
+      if key in EMBEDDING_KEYS:
+        raise ConfigError(
+            "model_hparam_overrides key %r is a top-level hparam: set "
+            "\"%s\": %r beside model_hparam_overrides, not inside it." % (
+                key, key, overrides[key]))
       if key not in MODEL_HPARAM_DEFAULTS:
-        raise _unknown_key_error(key, MODEL_HPARAM_DEFAULTS,
+        raise unknown_key_error(key, MODEL_HPARAM_DEFAULTS,
                                  "model_hparam_overrides key")
+    preset = dict(MODEL_SIZES[self.model_size])
+    if self.embedding_size is None:
+      self.embedding_size = preset["embedding_size"]
+    del preset["embedding_size"]
     model = dict(MODEL_HPARAM_DEFAULTS)
-    model.update(MODEL_SIZES[self.model_size])
-    model["vocab_size"] = self.vocab_size
-    if self.embedding_size is not None:
-      model["embedding_size"] = self.embedding_size
+    model.update(preset)
     model.update(overrides)
     self.model_hparams = model
-    self.vocab_size = model["vocab_size"]
-    self.embedding_size = model["embedding_size"]
+
+  def network_hparams(self, role="discriminator"):
+    """One network's whole description: its transformer hparams
+    (`model_hparams`, or the pre-training `generator_hparams`) with the
+    shared `vocab_size` and `embedding_size`."""
+    transformer = (self.generator_hparams if role == "generator" else
+                   self.model_hparams)
+    return dict(transformer, vocab_size=self.vocab_size,
+                embedding_size=self.embedding_size)
 
   def _validate(self):
-    for key, field in self.FIELDS.items():
-      value = getattr(self, key)
-      error = field.range_error(value)
-      if error:
-        raise ConfigError("hparam %r must be %s, got %r." % (key, error,
-                                                             value))
+    super(_Config, self)._validate()
     m = self.model_hparams
     for key in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size", "embedding_size", "vocab_size"):
+                "intermediate_size"):
       value = m[key]
       if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError("hparam %r must be an integer >= 1, got %r." %
@@ -423,24 +337,8 @@ class _Config(object):
     if self.strategy == "tpu" and not self.tpu_name:
       raise ConfigError("strategy 'tpu' needs hparam 'tpu_name'.")
 
-  def to_dict(self):
-    d = {key: getattr(self, key) for key in self.FIELDS}
-    d.update(model_name=self.model_name, data_dir=self.data_dir,
-             model_hparams=self.model_hparams)
-    d.update(self._derived_dict())
-    return d
-
   def _derived_dict(self):
-    return {}
-
-  def save(self, path=None):
-    """Writes the effective config atomically (default <model_dir>/config.json)."""
-    path = path or os.path.join(self.model_dir, "config.json")
-    write_json_atomic(path, self.to_dict())
-    return path
-
-  def __repr__(self):
-    return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+    return dict(model_hparams=self.model_hparams)
 
 
 class PretrainingConfig(_Config):
@@ -494,11 +392,11 @@ class PretrainingConfig(_Config):
       raise ConfigError(
           "max_predictions_per_seq %d does not fit max_seq_length %d." %
           (self.max_predictions_per_seq, self.max_seq_length))
-    if self.gen_weight == 0 and self.sampling == "mlm":
+    sampler = samplers.sampler_class(self.sampling)
+    if self.gen_weight == 0 and sampler is samplers.GeneratorSampler:
       raise ConfigError("gen_weight 0 leaves the MLM generator untrained "
                         "while sampling 'mlm' samples from it; use sampling "
                         "'uniform' for an untrained generator.")
-    sampler = samplers.sampler_class(self.sampling)
     if self.disc_importance_weighting and not sampler.learns:
       raise ConfigError("disc_importance_weighting weights by p_G/p_S and "
                         "needs sampling 'hp_loss' or 'hp_dist', not %r." %
@@ -513,7 +411,7 @@ class PretrainingConfig(_Config):
               self.gradient_accumulation_steps,
               "disc_importance_weighting" if self.disc_importance_weighting
               else "sampling %r" % self.sampling))
-    if not self.electra_objective and self.sampling != "mlm":
+    if not self.electra_objective and sampler is not samplers.GeneratorSampler:
       raise ConfigError("electra_objective false trains a plain MLM and "
                         "cannot use sampling %r." % self.sampling)
     if self.do_train is False and self.do_eval is False:
@@ -525,7 +423,8 @@ class PretrainingConfig(_Config):
                         "generator_layers must be 1.0.")
 
   def _derived_dict(self):
-    return dict(generator_hparams=self.generator_hparams)
+    return dict(super(PretrainingConfig, self)._derived_dict(),
+                generator_hparams=self.generator_hparams)
 
 
 class FinetuningConfig(_Config):

@@ -16,7 +16,11 @@ number of heads of a TF1 checkpoint without bert_config.json).
 (ElectraForMaskedLM); `tf1` writes OUT/model.ckpt-<step> with Google's
 variable names, bert_config.json, generator_config.json and vocab.txt;
 `saved_model` writes a SavedModel of the discriminator whose default
-signature takes raw text (interop/saved_model.py).
+signature takes raw text (interop/saved_model.py); with `--task NAME` the
+model fine-tuned on that task instead, serving the task's outputs:
+
+  python export_model.py --data-dir D --model-name M --task sst \\
+      --format saved_model --output OUT [--trial K]
 """
 
 import argparse
@@ -29,6 +33,7 @@ from util.cli import run_main
 quiet_tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
+from util import hparams as hparams_lib
 from util import io_utils
 from util.errors import UserError
 
@@ -39,12 +44,8 @@ def _saved_hparams(model_dir):
   if not io_utils.is_file(path):
     raise UserError("%s not found: pre-train this model first (or give "
                     "--checkpoint)." % path)
-  saved = io_utils.read_json(path)
-  # Paths and derived sizes are recomputed from the rest.
-  skip = ("model_dir", "embedding_size", "max_predictions_per_seq")
-  return {k: v for k, v in saved.items()
-          if k in configure.PretrainingConfig.FIELDS and k not in skip and
-          v is not None}
+  return configure.saved_hparams(io_utils.read_json(path),
+                                 configure.PRETRAIN_FIELDS)
 
 
 def main(argv=None):
@@ -57,11 +58,26 @@ def main(argv=None):
   parser.add_argument("--output", required=True, help="Output directory.")
   parser.add_argument("--hparams", default="{}",
                       help="JSON string or path to a .json file.")
+  parser.add_argument("--task", help="Export the model fine-tuned on this "
+                      "task (D/models/M/finetuning_models/<task>/) as a "
+                      "SavedModel serving the task.")
+  parser.add_argument("--trial", type=int, default=1,
+                      help="With --task: which trial (default 1).")
+  parser.add_argument("--sentencepiece-model",
+                      help="saved_model of a pre-trained model: the "
+                      "SentencePiece model its data was built with, "
+                      "instead of vocab.txt.")
   args = parser.parse_args(argv)
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
-  user = configure.load_hparams(args.hparams)
+  user = hparams_lib.load_hparams(args.hparams)
   if args.checkpoint is None and not (args.data_dir and args.model_name):
     raise UserError("give --data-dir and --model-name, or --checkpoint.")
+  if args.task and (args.format != "saved_model" or args.checkpoint):
+    raise UserError("--task exports a fine-tuned model of --data-dir/"
+                    "--model-name as a SavedModel (--format saved_model); "
+                    "hf and tf1 export pre-trained models.")
+  if args.task:
+    return _export_finetuned(args, user)
 
   from interop import convert  # pylint: disable=g-import-not-at-top
   from interop import hf
@@ -69,6 +85,7 @@ def main(argv=None):
   from interop import names
   from interop import saved_model
   from interop import tf1
+  from model import builders
   from model import checkpoints
   if args.checkpoint is None:
     model_dir = user.get("model_dir") or posixpath.join(
@@ -86,14 +103,28 @@ def main(argv=None):
         source=source)
   if args.format in ("hf", "tf1"):
     names.refuse_relative_position(config, args.format)  # Before any work.
-  model = convert.build_model(config)
+  model = builders.build_pretrainer_with_variables(config)
   loader.load_into(model, source, log=print)
   if args.format == "hf":
     hf.export_hf(model, config, args.output)
   elif args.format == "tf1":
     tf1.export_tf1(model, config, args.output)
   else:
-    saved_model.export_saved_model(model, config, args.output)
+    saved_model.export_saved_model(
+        model, config, args.output,
+        sentencepiece_model=args.sentencepiece_model)
+  return 0
+
+
+def _export_finetuned(args, user):
+  """--task: the fine-tuned model of a task as a SavedModel."""
+  from finetune import finetuned_model  # pylint: disable=g-import-not-at-top
+  from interop import saved_model
+  model_dir = user.get("model_dir") or posixpath.join(
+      args.data_dir, "models", args.model_name)
+  model, task, config = finetuned_model.load_finetuned(
+      model_dir, args.data_dir, args.task, args.trial)
+  saved_model.export_task_saved_model(model, task, config, args.output)
   return 0
 
 

@@ -20,7 +20,7 @@ quiet_tensorflow_startup()
 from configure import FINETUNE_FIELDS  # pylint: disable=g-import-not-at-top
 from configure import FinetuningConfig
 from configure import implied_vocab_size
-from configure import load_hparams
+from util.hparams import load_hparams
 from util.cli import run_main
 
 

@@ -20,6 +20,7 @@ quiet_tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
 from util.errors import UserError
+from util import hparams as hparams_lib
 from util import io_utils
 from util.io_utils import check_writable
 
@@ -29,7 +30,7 @@ def build_config(data_dir, model_name, hparams):
   if not io_utils.is_dir(data_dir):
     raise UserError("data directory %s does not exist; build it with "
                     "build_pretraining_dataset.py (see README)." % data_dir)
-  hparams = configure.load_hparams(hparams)
+  hparams = hparams_lib.load_hparams(hparams)
   if hparams.get("init_checkpoint"):
     from interop import convert  # pylint: disable=g-import-not-at-top
     hparams = convert.with_source_hparams(hparams, configure.PRETRAIN_FIELDS)

@@ -12,7 +12,7 @@ FIRST_TOKEN_ID = 4
 
 def make_features(batch, seq_len, num_predictions, vocab_size, seed=0,
                   num_padding_predictions=1, as_tensors=True):
-  """A random batch in the format `ElectraPretrainingModel.call` expects.
+  """A random batch in the format `ElectraPretrainer.call` expects.
 
   Each example is [CLS] a [SEP] b [SEP] [PAD]..., with a random real length
   (at least 8 tokens or seq_len), segment 1 on b. Up to `num_predictions`

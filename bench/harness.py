@@ -16,7 +16,7 @@ import tf_keras
 import configure
 from bench import batches as batches_lib
 from bench import peer as peer_lib
-from model import electra_pretraining
+from model import builders
 from model import optimization
 from model import samplers
 from model import train_step as train_step_lib
@@ -27,7 +27,7 @@ from util.errors import UserError
 # transformer of the tests (CI runs of the benchmarks).
 SIZES = ("tiny", "small", "base")
 TINY_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, embedding_size=16)
+                  intermediate_size=64)
 # --dtype -> hparam mixed_precision.
 DTYPES = {"float32": "float32", "mixed_bfloat16": "bfloat16",
           "mixed_float16": "float16"}
@@ -65,6 +65,7 @@ def make_config(size, sampling, batch_size, seq_len, vocab_size, dtype,
   values = dict(hparams or {})
   if size == "tiny":
     values.setdefault("model_hparam_overrides", dict(TINY_MODEL))
+    values.setdefault("embedding_size", 16)
   values.update(model_size="base" if size == "base" else "small",
                 sampling=sampling, vocab_size=vocab_size,
                 max_seq_length=seq_len, train_batch_size=batch_size,
@@ -136,9 +137,9 @@ class StepRunner(object):
 
 
 def ours(config):
-  """Our ElectraPretrainingModel's runner, named by its sampling mode."""
+  """Our ElectraPretrainer's runner, named by its sampling mode."""
   def build(optimizer):
-    model = electra_pretraining.ElectraPretrainingModel(config)
+    model = builders.build_pretrainer(config)
 
     def loss_fn(features):
       return model(features, training=True,

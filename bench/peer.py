@@ -65,10 +65,10 @@ class PeerModel(object):
   def __init__(self, config):
     self.config = config
     seq_len = config.max_seq_length
-    discriminator = _encoder(config.model_hparams, seq_len)
-    generator = _encoder(config.generator_hparams, seq_len,
+    discriminator = _encoder(config.network_hparams("discriminator"), seq_len)
+    gen = config.network_hparams("generator")
+    generator = _encoder(gen, seq_len,
                          embedding_layer=discriminator.get_embedding_layer())
-    gen = config.generator_hparams
     self.model = models.ElectraPretrainer(
         generator_network=generator, discriminator_network=discriminator,
         vocab_size=gen["vocab_size"], num_classes=2,
@@ -79,7 +79,7 @@ class PeerModel(object):
         disallow_correct=config.disallow_correct)
     # Under a mixed policy the stock head gives bfloat16/float16 logits, and
     # the pretrainer's sampler adds float32 Gumbel noise to them (a dtype
-    # error). Its head runs in float32 here, as ours does (model/heads.py).
+    # error). Its head runs in float32 here, as ours does (model/layers/vocabulary_head.py).
     self.model.masked_lm = layers.MaskedLM(
         embedding_table=generator.get_embedding_table(),
         activation=tf_utils.get_activation(gen["hidden_act"]),

@@ -36,6 +36,7 @@ import configure
 from bench import batches as batches_lib
 from bench import harness
 from util import distribution
+from util import hparams as hparams_lib
 from util.cli import run_main
 from util.errors import UserError
 
@@ -80,7 +81,7 @@ def parse_args(argv):
 
 
 def _config(args, mode):
-  hparams = configure.load_hparams(args.hparams)
+  hparams = hparams_lib.load_hparams(args.hparams)
   hparams.update(model_size=args.model_size, sampling=mode,
                  vocab_size=args.vocab_size, max_seq_length=args.seq_len,
                  train_batch_size=args.batch_size,

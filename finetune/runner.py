@@ -15,6 +15,7 @@ import os
 from absl import logging as absl_logging
 import tensorflow as tf
 
+import configure
 from finetune import preprocessing
 from finetune import results as results_lib
 from finetune import task_builder
@@ -52,9 +53,10 @@ def _check_pretrained_config(config, prefix):
     pretrained = io_utils.read_json(path)
   except ValueError as e:
     raise UserError("%s is not valid JSON: %s" % (path, e))
-  model = pretrained.get("model_hparams", {})
+  model = configure.saved_network_hparams(pretrained)
+  ours = config.network_hparams()
   overrides = {key: model[key] for key in _ARCHITECTURE_KEYS
-               if key in model and model[key] != config.model_hparams[key]}
+               if key in model and model[key] != ours[key]}
   relative = {key: pretrained[key] for key in _RELATIVE_KEYS
               if key in pretrained and pretrained[key] != getattr(config, key)}
   if overrides or relative:
@@ -62,9 +64,9 @@ def _check_pretrained_config(config, prefix):
     if overrides:
       hint["model_hparam_overrides"] = dict(
           (key, model[key]) for key in _ARCHITECTURE_KEYS
-          if key in model and key != "vocab_size")
-      if "vocab_size" in overrides:
-        hint["vocab_size"] = model["vocab_size"]
+          if key in model and key not in configure.EMBEDDING_KEYS)
+      hint.update((key, model[key]) for key in configure.EMBEDDING_KEYS
+                  if key in overrides)
     raise UserError("the pre-trained model %s (%s) differs from this "
                     "fine-tuning config in %s; add these hparams: %s" % (
                         prefix, path,

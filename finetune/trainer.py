@@ -26,7 +26,7 @@ from interop import loader as interop_loader
 from model import checkpoints
 from model import optimization
 from model import train_step as train_step_lib
-from model.encoder import build_discriminator_encoder
+from model.builders import build_discriminator_encoder
 from util import progress
 from util.errors import TrainingDivergedError
 from util import io_utils

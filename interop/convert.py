@@ -3,7 +3,7 @@
 `source_hparams` turns what a source records (HF config.json, TF1 shapes)
 into our hparams; `pretraining_config` merges them with the user's (the
 user's win, and `loader.load_into` then names any size that disagrees);
-`build_model` makes an `ElectraPretrainingModel` with its variables.
+`model.builders.build_pretrainer_with_variables` then builds the model.
 """
 
 import posixpath
@@ -12,7 +12,6 @@ import numpy as np
 
 import configure
 from interop import loader
-from model import electra_pretraining
 from util import io_utils
 from util.errors import UserError
 
@@ -102,10 +101,3 @@ def pretraining_config(model_name, data_dir, user_hparams, source=None,
     return configure.PretrainingConfig(model_name, data_dir, **hparams)
   except configure.ConfigError as e:
     raise UserError("%s (hparams taken from %s and --hparams)" % (e, source))
-
-
-def build_model(config):
-  """An `ElectraPretrainingModel` of `config`, called once (variables exist)."""
-  model = electra_pretraining.ElectraPretrainingModel(config)
-  model(electra_pretraining.dummy_features(config), training=False)
-  return model

@@ -39,9 +39,10 @@ _SPECIAL = dict(unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
                 cls_token="[CLS]", mask_token="[MASK]")
 
 
-def hf_config(model_hparams, architecture, tie_word_embeddings=True):
-  """The `config.json` dict of an HF ElectraConfig for our `model_hparams`."""
-  m = model_hparams
+def hf_config(network_hparams, architecture, tie_word_embeddings=True):
+  """The `config.json` dict of an HF ElectraConfig for one network's
+  `config.network_hparams(role)`."""
+  m = network_hparams
   if m["hidden_act"] not in _TO_HF_ACT:
     raise UserError("hidden_act %r has no Hugging Face equivalent; use one "
                     "of %s." % (m["hidden_act"], ", ".join(sorted(
@@ -104,10 +105,10 @@ def _write_tokenizer_files(output_dir, vocab_file, do_lower_case,
 
 
 def export_hf(model, config, output_dir, log=print):
-  """Writes `model` (an `ElectraPretrainingModel`) as two HF folders.
+  """Writes `model` (an `ElectraPretrainer`) as two HF folders.
 
   Args:
-    model: a built `ElectraPretrainingModel` (variables exist).
+    model: a built `ElectraPretrainer` (variables exist).
     config: its `configure.PretrainingConfig` (sizes, vocab_file,
       do_lower_case, max_seq_length).
     output_dir: gets `discriminator/` and `generator/`.
@@ -120,8 +121,8 @@ def export_hf(model, config, output_dir, log=print):
                     config.vocab_file)
   entries = names.model_entries(model, with_sampling_head=False)
   tied = model.generator.mlm_head.output_embeddings is None
-  hparams = dict(discriminator=config.model_hparams,
-                 generator=config.generator_hparams)
+  hparams = {role: config.network_hparams(role)
+             for role in ("discriminator", "generator")}
   folders = {}
   for role in ("discriminator", "generator"):
     tensors = {e.hf: names.hf_layout(e, e.variable.numpy())

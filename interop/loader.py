@@ -79,9 +79,9 @@ def read_source(source, num_attention_heads=None):
 
 
 def target_sizes(model):
-  """{role: our size hparams} of an `ElectraPretrainingModel` or encoder."""
+  """{role: our size hparams} of an `ElectraPretrainer` or encoder."""
   def encoder_sizes(encoder):
-    c = dict(encoder.get_config(), **encoder.embeddings._config)
+    c = dict(encoder.get_config(), **encoder.embeddings.get_config())
     return {key: c[key] for key in hf.SIZE_KEYS}
   if not hasattr(model, "discriminator"):
     return {"discriminator": encoder_sizes(model)}
@@ -159,7 +159,7 @@ def load_into(model, source, num_attention_heads=None, log=print):
   """Loads `source` into a built `model` (variables exist).
 
   Args:
-    model: an `ElectraPretrainingModel` or an `ElectraEncoder`.
+    model: an `ElectraPretrainer` or an `ElectraEncoder`.
     source: any source `detect` recognises.
     num_attention_heads: {role: heads} for a TF1 source without a config.
     log: called with one line per finding.

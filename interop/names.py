@@ -171,7 +171,7 @@ def generator_head_entries(head, scope="generator_predictions"):
 def model_entries(model, with_sampling_head=True):
   """Every mapped variable of `model`, discriminator's first.
 
-  `model` is an `ElectraPretrainingModel` (both networks and heads) or an
+  `model` is an `ElectraPretrainer` (both networks and heads) or an
   `ElectraEncoder` (fine-tuning: the discriminator's encoder only). A
   variable shared by both networks (the tied embeddings, or the whole
   encoder when `untied_generator` is false) appears once per role, so that

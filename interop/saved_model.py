@@ -1,84 +1,198 @@
-"""A SavedModel of the pre-trained discriminator that takes raw text.
+"""SavedModels that take raw text: a pre-trained discriminator, or a
+fine-tuned task model.
 
-Signatures (load with only `tensorflow` and `tensorflow_text` imported):
-  * "serving_default": `text` [batch] tf.string -> `replaced_probability`
-    [batch, max_seq_length] float32 (sigmoid of D's logit per token, 0 on
-    padding), `input_ids`, `input_mask` [batch, max_seq_length] int32. The
-    WordPiece tokenizer runs in the graph (tensorflow-text's BertTokenizer:
-    lower-casing and accent stripping as BERT's, punctuation split,
-    WordPiece); each text is one segment, [CLS] text [SEP], truncated.
-  * "from_ids": `input_ids`, `input_mask`, `segment_ids` [batch, seq_len]
-    int32 -> `replaced_probability` [batch, seq_len].
+Load with only `tensorflow` and `tensorflow_text` imported. The tokenizer
+runs in the graph (interop/text_encoder.py: WordPiece or SentencePiece).
+Every SavedModel has two signatures:
 
-Not covered yet: SentencePiece vocabularies and fine-tuned task models.
+  * "serving_default" takes strings [batch] and returns the outputs below
+    plus the `input_ids`, `input_mask`, `segment_ids` (and for SQuAD
+    `paragraph_mask`) [batch, max_seq_length] int32 it built.
+    Its inputs: `text` for a pre-trained model and a one-text task;
+    `text`, `text_b` for a sentence-pair task; `question`, `context` for
+    SQuAD (one window: the question's first max_query_length tokens, then
+    as much of the context as fits).
+  * "from_ids" takes `input_ids`, `input_mask`, `segment_ids` [batch, seq]
+    int32 (and `paragraph_mask` for SQuAD).
+
+Outputs by model:
+  pre-trained     `replaced_probability` [batch, seq] float32 (sigmoid of
+                  D's logit per token, 0 on padding);
+  classification  `probabilities` [batch, labels] float32, `label_id`
+                  [batch] int32, `label` [batch] string;
+  regression      `score` [batch] float32;
+  tagging         `tag_ids` [batch, seq] int32, `tags` [batch, seq] string
+                  (the label of every token; "" on padding);
+  SQuAD           `start_logits`, `end_logits` [batch, seq] float32 (and
+                  `no_answer_logit` [batch] for SQuAD 2.0).
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-from model import tokenization
+from finetune.classification import classification_tasks
+from finetune.qa import qa_tasks
+from finetune.tagging import tagging_tasks
+from interop.text_encoder import TextEncoder
 from util.errors import UserError
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
+_TEXT = tf.TensorSpec([None], tf.string)
+# The inputs of "serving_default" per kind of text input.
+_TEXT_INPUTS = {"text": ("text",), "pair": ("text", "text_b"),
+                "question": ("question", "context")}
 
 
 class _Serving(tf.Module):
-  """Tokenizer table + discriminator, with the two serving functions."""
+  """A model and its `TextEncoder`; `serve_text` and `serve_ids` (the two
+  signatures) are attached by `_attach_signatures`."""
 
-  def __init__(self, discriminator, vocab_file, do_lower_case,
-               max_seq_length):
+  def __init__(self, model, encoder):
     super(_Serving, self).__init__()
-    self.discriminator = discriminator
-    vocab = tokenization.load_vocab(vocab_file)
-    tokens = sorted(vocab, key=vocab.get)
-    self.table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(
-            tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)),
-        default_value=-1)
-    self.tokenizer = tf_text.BertTokenizer(
-        self.table, token_out_type=tf.int64, unknown_token="[UNK]",
-        lower_case=do_lower_case)
-    self._cls = vocab["[CLS]"]
-    self._sep = vocab["[SEP]"]
-    self._max_seq_length = max_seq_length
-
-  @tf.function(input_signature=[_IDS, _IDS, _IDS])
-  def from_ids(self, input_ids, input_mask, segment_ids):
-    logits = self.discriminator(
-        dict(input_ids=input_ids, input_mask=input_mask,
-             segment_ids=segment_ids), training=False)
-    probs = tf.sigmoid(logits) * tf.cast(input_mask, tf.float32)
-    return dict(replaced_probability=probs)
-
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-  def from_text(self, text):
-    pieces = self.tokenizer.tokenize(text).merge_dims(-2, -1)
-    pieces = tf.cast(pieces[:, :self._max_seq_length - 2], tf.int32)
-    ones = tf.ones_like(pieces[:, :1])
-    ids = tf.concat([ones * self._cls, pieces, ones * self._sep], axis=1)
-    shape = [None, self._max_seq_length]
-    input_ids = ids.to_tensor(0, shape=shape)
-    input_mask = tf.ones_like(ids).to_tensor(0, shape=shape)
-    out = self.from_ids(input_ids, input_mask, tf.zeros_like(input_ids))
-    return dict(out, input_ids=input_ids, input_mask=input_mask)
+    self.model = model
+    self.encoder = encoder
 
 
-def export_saved_model(model, config, output_dir, log=print):
+def _attach_signatures(module, outputs, text_inputs, max_query_length=None):
+  """Adds the tf.functions `serve_text` and `serve_ids` to `module`.
+
+  Args:
+    outputs: outputs(model, features) -> dict of tensors.
+    text_inputs: "text", "pair" or "question" (SQuAD).
+  """
+  def with_inputs(features):
+    encoded = ("input_ids", "input_mask", "segment_ids", "paragraph_mask")
+    return dict(outputs(module.model, features),
+                **{k: features[k] for k in encoded if k in features})
+
+  if text_inputs == "question":
+    @tf.function(input_signature=[_TEXT, _TEXT])
+    def serve_text(question, context):
+      return with_inputs(module.encoder.encode_question(
+          question, context, max_query_length))
+
+    @tf.function(input_signature=[_IDS] * 4)
+    def serve_ids(input_ids, input_mask, segment_ids, paragraph_mask):
+      return outputs(module.model, dict(
+          input_ids=input_ids, input_mask=input_mask,
+          segment_ids=segment_ids, paragraph_mask=paragraph_mask))
+  else:
+    if text_inputs == "pair":
+      @tf.function(input_signature=[_TEXT, _TEXT])
+      def serve_text(text, text_b):
+        return with_inputs(module.encoder.encode(text, text_b))
+    else:
+      @tf.function(input_signature=[_TEXT])
+      def serve_text(text):
+        return with_inputs(module.encoder.encode(text))
+
+    @tf.function(input_signature=[_IDS] * 3)
+    def serve_ids(input_ids, input_mask, segment_ids):
+      return outputs(module.model, dict(
+          input_ids=input_ids, input_mask=input_mask,
+          segment_ids=segment_ids))
+  module.serve_text = serve_text
+  module.serve_ids = serve_ids
+  module.text_input_names = _TEXT_INPUTS[text_inputs]
+  return module
+
+
+def _replaced_probability(discriminator, features):
+  logits = discriminator(features, training=False)
+  mask = tf.cast(features["input_mask"], tf.float32)
+  return dict(replaced_probability=tf.sigmoid(logits) * mask)
+
+
+def _task_outputs(task):
+  """(kind, outputs(model, features) -> dict) of a fine-tuning task."""
+  if isinstance(task, classification_tasks.RegressionTask):
+    return "regression", lambda model, f: dict(
+        score=model(f, training=False)["logits"][:, 0])
+  if isinstance(task, classification_tasks.ClassificationTask):
+    labels = tf.constant([str(l) for l in task.label_list])
+
+    def classify(model, f):
+      probs = tf.nn.softmax(model(f, training=False)["logits"], axis=-1)
+      label_id = tf.argmax(probs, axis=-1, output_type=tf.int32)
+      return dict(probabilities=probs, label_id=label_id,
+                  label=tf.gather(labels, label_id))
+    return "classification", classify
+  if isinstance(task, tagging_tasks.TaggingTask):
+    tags = tf.constant([str(l) for l in task.label_list] + [""])
+
+    def tag(model, f):
+      ids = tf.argmax(model(f, training=False)["logits"], axis=-1,
+                      output_type=tf.int32)
+      padding = tf.equal(f["input_mask"], 0)
+      return dict(tag_ids=ids, tags=tf.gather(
+          tags, tf.where(padding, len(task.label_list), ids)))
+    return "tagging", tag
+  if isinstance(task, qa_tasks.QATask):
+    return "squad", lambda model, f: model(f, training=False)
+  raise UserError("task %r (%s) has no SavedModel export." % (
+      task.name, type(task).__name__))
+
+
+def _text_inputs(task):
+  """1 or 2: the texts a sentence task's examples have."""
+  columns = getattr(task, "text_columns", None) or ("text",)
+  if len(columns) > 2:
+    raise UserError("task %r joins %d text columns into one; its SavedModel "
+                    "would take them as one text: join them with %r "
+                    "yourself and fine-tune on one column, or serve "
+                    "\"from_ids\"." % (task.name, len(columns), " | "))
+  return len(columns)
+
+
+def _save(module, output_dir, log):
+  tf.saved_model.save(module, output_dir, signatures={
+      "serving_default": module.serve_text, "from_ids": module.serve_ids})
+  log("exported SavedModel (signatures serving_default: %s; from_ids) -> "
+      "%s" % (", ".join(module.text_input_names), output_dir))
+  return output_dir
+
+
+def _encoder(config, sentencepiece_model, truncation_rule="head"):
+  if not sentencepiece_model and not tf.io.gfile.exists(config.vocab_file):
+    raise UserError("vocab file %s not found; set hparam vocab_file." %
+                    config.vocab_file)
+  return TextEncoder(config.max_seq_length, config.vocab_file,
+                     config.do_lower_case, sentencepiece_model,
+                     truncation_rule)
+
+
+def export_saved_model(model, config, output_dir, sentencepiece_model=None,
+                       log=print):
   """Writes the SavedModel of `model`'s discriminator to `output_dir`.
 
   Args:
-    model: a built `ElectraPretrainingModel`.
+    model: a built `ElectraPretrainer`.
     config: its `PretrainingConfig` (vocab_file, do_lower_case,
       max_seq_length).
+    sentencepiece_model: the SentencePiece model the data was built with,
+      instead of `config.vocab_file`.
   """
-  if not tf.io.gfile.exists(config.vocab_file):
-    raise UserError("vocab file %s not found; set hparam vocab_file." %
-                    config.vocab_file)
-  module = _Serving(model.discriminator, config.vocab_file,
-                    config.do_lower_case, config.max_seq_length)
-  tf.saved_model.save(module, output_dir, signatures={
-      "serving_default": module.from_text,
-      "from_ids": module.from_ids})
-  log("exported SavedModel (signatures serving_default: text, from_ids) -> "
-      "%s" % output_dir)
-  return output_dir
+  module = _attach_signatures(
+      _Serving(model.discriminator, _encoder(config, sentencepiece_model)),
+      _replaced_probability, "text")
+  return _save(module, output_dir, log)
+
+
+def export_task_saved_model(model, task, config, output_dir, log=print):
+  """Writes the SavedModel of a fine-tuned `model` for `task`.
+
+  Args:
+    model: a built `FinetuningModel` with the fine-tuned weights.
+    task: its `Task` (finetune/task_builder.py), for labels and inputs.
+    config: the `FinetuningConfig` it was fine-tuned with.
+  """
+  kind, outputs = _task_outputs(task)
+  if kind == "squad":
+    module = _attach_signatures(_Serving(model, _encoder(config, None)),
+                                outputs, "question", config.max_query_length)
+  else:
+    rule = getattr(task, "truncation", None) or "head"
+    module = _attach_signatures(
+        _Serving(model, _encoder(config, None, rule)), outputs,
+        "text" if _text_inputs(task) == 1 else "pair")
+  log("%s task %r" % (kind, task.name))
+  return _save(module, output_dir, log)

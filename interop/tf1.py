@@ -149,7 +149,7 @@ def export_tf1(model, config, output_dir, step=0, log=print):
   """Writes `model` as a TF1 checkpoint `output_dir/model.ckpt-<step>`.
 
   Args:
-    model: a built `ElectraPretrainingModel`.
+    model: a built `ElectraPretrainer`.
     config: its `PretrainingConfig` (sizes for the config files).
     step: the value of `global_step`.
   Also writes `bert_config.json` (the discriminator, Google's format),
@@ -174,9 +174,9 @@ def export_tf1(model, config, output_dir, step=0, log=print):
       session.run(tf.compat.v1.global_variables_initializer())
       path = saver.save(session, prefix, global_step=int(step))
   write_json_atomic(posixpath.join(output_dir, "bert_config.json"),
-                    _bert_config(config.model_hparams))
+                    _bert_config(config.network_hparams("discriminator")))
   write_json_atomic(posixpath.join(output_dir, "generator_config.json"),
-                    _bert_config(config.generator_hparams))
+                    _bert_config(config.network_hparams("generator")))
   if io_utils.is_file(config.vocab_file):
     copy_atomic(config.vocab_file, posixpath.join(output_dir, "vocab.txt"))
   log("exported %d tensors -> %s" % (len(values), path))

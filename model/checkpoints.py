@@ -1,6 +1,6 @@
 """Checkpoint paths shared by pre-training and fine-tuning.
 
-Pre-training writes `tf.train.Checkpoint(model=ElectraPretrainingModel,
+Pre-training writes `tf.train.Checkpoint(model=ElectraPretrainer,
 optimizer=..., step=...)`; the pre-training model keeps its discriminator
 encoder at `model.discriminator.encoder`. Fine-tuning restores that encoder
 alone (with the embeddings it owns) through the same object path, so the

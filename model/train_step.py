@@ -147,7 +147,7 @@ class ReplicaTrainStep(object):
 
 
 def pretraining_train_step(model, optimizer, config, step, outputs_fn):
-  """The ReplicaTrainStep of an `ElectraPretrainingModel` (run_pretraining.py
+  """The ReplicaTrainStep of an `ElectraPretrainer` (run_pretraining.py
   and bench/ use this one).
 
   The loss denominators are taken first, on the whole replica batch. Under

@@ -37,7 +37,7 @@ def make_eval_step(config, model, strategy):
   output_keys = _OUTPUT_KEYS + ((_FOCAL_KEY,) if config.focal_gamma else ())
 
   def replica_fn(features):
-    out = model(features, training=False, sampler=config.sampling)
+    out = model(features, training=False)
     batch = {k: out[k] for k in output_keys if k in out}
     batch.update({k: features[k] for k in _FEATURE_KEYS})
     if "disc_probs" not in out:
@@ -46,7 +46,7 @@ def make_eval_step(config, model, strategy):
       batch["est_disc_loss"] = out["est_disc_loss"]
       batch["actual_disc_loss"] = out["actual_disc_loss"]
       under_pg = model(features, training=False,
-                       sampler=samplers.GeneratorSampler.name)
+                       sampler=samplers.GeneratorSampler())
       batch["disc_correct_pG"] = _disc_correct(under_pg)
       # The estimator on p_G draws, free of p_S's selection of tokens whose
       # loss the head overestimates (a bias strongest early in training).

@@ -28,7 +28,8 @@ def _vocab_head_forward(h, emb, vocab, positions):
 
 def pretraining_step_flops(config):
   """Training FLOPs for one global batch of `config` (a PretrainingConfig)."""
-  d, g = config.model_hparams, config.generator_hparams
+  d = config.network_hparams("discriminator")
+  g = config.network_hparams("generator")
   seq, preds = config.max_seq_length, config.max_predictions_per_seq
   emb = d["embedding_size"]
   forward = 0

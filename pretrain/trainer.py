@@ -24,12 +24,12 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+import configure
 from interop import loader as interop_loader
 from model import checkpoints as checkpoints_lib
 from model import optimization
 from model import train_step as train_step_lib
-from model import electra_pretraining
-from model.electra_pretraining import ElectraPretrainingModel
+from model import builders
 from pretrain import data_stream
 from pretrain import evaluation
 from pretrain import flops as flops_lib
@@ -43,8 +43,8 @@ from util.errors import TrainingDivergedError
 from util.errors import UserError
 
 # Config fields that decide the shapes of the checkpointed variables.
-SHAPE_KEYS = ("model_hparams", "generator_hparams", "sampling",
-              "relative_position", "relative_num_buckets", "untied_generator",
+# Besides the networks' sizes (`network_hparams`).
+SHAPE_KEYS = ("sampling", "relative_position", "relative_num_buckets", "untied_generator",
               "untied_generator_embeddings", "untied_mlm_output",
               "electra_objective")
 
@@ -60,6 +60,11 @@ def check_saved_config(config):
   differing = [k for k in SHAPE_KEYS
                if k in saved and json.dumps(saved[k], sort_keys=True) !=
                json.dumps(current[k], sort_keys=True)]
+  for role, prefix in (("discriminator", ""), ("generator", "generator ")):
+    ours = config.network_hparams(role)
+    theirs = configure.saved_network_hparams(saved, role)
+    differing += ["%s%s (%r saved, %r now)" % (prefix, k, theirs[k], ours[k])
+                  for k in sorted(ours) if k in theirs and theirs[k] != ours[k]]
   if differing:
     raise UserError(
         "the checkpoints in %s were written by a model of another shape "
@@ -99,9 +104,7 @@ class PretrainingTrainer(object):
               config.train_batch_size, self.num_replicas,
               config.gradient_accumulation_steps, slices))
     with self.strategy.scope():
-      self.model = ElectraPretrainingModel(config)
-      self.model(electra_pretraining.dummy_features(config),
-                 training=False)
+      self.model = builders.build_pretrainer_with_variables(config)
       optimizer = optimization.create_optimizer(
           config.learning_rate, config.num_train_steps,
           config.num_warmup_steps, config.weight_decay_rate,

@@ -15,14 +15,14 @@ VOCAB_FILE = os.path.join(FIXTURE_DIR, "vocab.txt")
 VOCAB_SIZE = 219
 
 TINY_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, embedding_size=32,
-                  max_position_embeddings=64)
+                  intermediate_size=64, max_position_embeddings=64)
 
 
 def tiny_hparams(model_dir, **overrides):
   """Hparams of a tiny fine-tuning run writing under `model_dir`."""
   hparams = dict(
       model_dir=str(model_dir), vocab_file=VOCAB_FILE, vocab_size=VOCAB_SIZE,
+      embedding_size=32,
       init_checkpoint="none", max_seq_length=32, max_query_length=12,
       doc_stride=8, train_batch_size=8, eval_batch_size=8,
       num_train_epochs=1.0, learning_rate=0.01, log_every=4,

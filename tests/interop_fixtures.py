@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from model import electra_pretraining
+from model import builders
 from tests import pretrain_fixtures as pf
 
 VOCAB_SIZE = 40
@@ -44,9 +44,9 @@ def features():
 
 
 def build(config_, randomise=True, seed=0):
-  """An `ElectraPretrainingModel` called once; optionally all its biases and
+  """An `ElectraPretrainer` called once; optionally all its biases and
   LayerNorm parameters moved off their 0/1 starts."""
-  model = electra_pretraining.ElectraPretrainingModel(config_)
+  model = builders.build_pretrainer(config_)
   model({k: tf.constant(v) for k, v in features().items()}, training=False)
   if randomise:
     rng = np.random.default_rng(seed)

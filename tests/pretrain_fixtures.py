@@ -16,15 +16,17 @@ import configure
 from bench.batches import (  # pylint: disable=unused-import
     CLS_ID, FIRST_TOKEN_ID, MASK_ID, PAD_ID, SEP_ID, make_features)
 
-# The tiny transformer of the model tests (2 layers, hidden 32).
+# The tiny transformer of the model tests (2 layers, hidden 32) and its
+# embedding width (top-level hparam embedding_size).
 TINY_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, embedding_size=16,
-                  max_position_embeddings=32)
+                  intermediate_size=64, max_position_embeddings=32)
+TINY_EMBEDDING_SIZE = 16
 
 
 def tiny_config(vocab_size=40, seq_len=16, num_predictions=3, **hparams):
   """A `PretrainingConfig` of the tiny transformer; `hparams` override."""
-  values = dict(vocab_size=vocab_size, max_seq_length=seq_len,
+  values = dict(vocab_size=vocab_size, embedding_size=TINY_EMBEDDING_SIZE,
+                max_seq_length=seq_len,
                 max_predictions_per_seq=num_predictions,
                 model_hparam_overrides=dict(TINY_MODEL))
   values.update(hparams)
@@ -40,8 +42,8 @@ RUNNER_NUM_WORDS = 40
 # The tiny model and loop of the runner tests, as `--hparams`.
 RUNNER_HPARAMS = dict(
     model_hparam_overrides=dict(hidden_size=32, num_hidden_layers=2,
-                                num_attention_heads=2, intermediate_size=64,
-                                embedding_size=16),
+                                num_attention_heads=2, intermediate_size=64),
+    embedding_size=16,
     max_seq_length=32, train_batch_size=8, eval_batch_size=8,
     num_warmup_steps=2, log_every=2, iterations_per_loop=2,
     save_checkpoints_steps=4, num_eval_steps=2, generator_hidden_size=0.5)

@@ -24,7 +24,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 import run_pretraining  # pylint: disable=g-import-not-at-top
-from model.electra_pretraining import ElectraPretrainingModel  # pylint: disable=g-import-not-at-top
+from model.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
 from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 
 
@@ -40,7 +40,7 @@ def kill_after_checkpoint():
 
 
 def nan_from_step(first_bad_step):
-  forward = ElectraPretrainingModel.forward
+  forward = ElectraPretrainer.forward
 
   def poisoned_forward(self, features, training=None, step=0, sampler=None):
     """The MLM loss per position, and so the training loss, is NaN from
@@ -53,7 +53,7 @@ def nan_from_step(first_bad_step):
                  tf.where(bad, float("nan"), 0.0))
     return out
 
-  ElectraPretrainingModel.forward = poisoned_forward
+  ElectraPretrainer.forward = poisoned_forward
 
 
 def dump_weights(path):

@@ -46,7 +46,7 @@ def test_peer_has_our_shapes_and_a_finite_loss(tiny_runners):
   # of the discriminator (ours, as ELECTRA, shares position and token-type
   # embeddings and their LayerNorm too).
   extras = ("pooler_transform", "generator_classification_head")
-  m = config.model_hparams
+  m = config.network_hparams()
   unshared = m["embedding_size"] * (m["max_position_embeddings"] +
                                     m["type_vocab_size"] + 2)
   assert _params(peer.model, extras) == _params(ours.model) + unshared

@@ -7,6 +7,7 @@ import pytest
 
 import configure
 from configure import ConfigError, FinetuningConfig, PretrainingConfig
+from util.hparams import load_hparams
 
 
 def test_defaults_are_electra_small():
@@ -63,16 +64,16 @@ def test_bad_values_are_refused(bad, match):
 
 
 def test_hparams_from_json_string_and_file(tmp_path):
-  assert configure.load_hparams('{"seed": 3}') == {"seed": 3}
+  assert load_hparams('{"seed": 3}') == {"seed": 3}
   path = tmp_path / "h.json"
   path.write_text(json.dumps({"sampling": "hp_dist"}))
-  assert configure.load_hparams(str(path)) == {"sampling": "hp_dist"}
+  assert load_hparams(str(path)) == {"sampling": "hp_dist"}
   with pytest.raises(ConfigError, match="not valid JSON"):
-    configure.load_hparams('{"seed": }')
+    load_hparams('{"seed": }')
   with pytest.raises(ConfigError, match="JSON object"):
-    configure.load_hparams("[1, 2]")
+    load_hparams("[1, 2]")
   with pytest.raises(ConfigError, match="neither"):
-    configure.load_hparams(str(tmp_path / "missing.json"))
+    load_hparams(str(tmp_path / "missing.json"))
 
 
 def test_save_is_complete_json(tmp_path):
@@ -119,3 +120,31 @@ def test_every_declared_range_is_enforced(config_cls, fields):
     assert field.range_error(field.default) is None, key
     with pytest.raises(ConfigError, match="hparam %r must be" % key):
       config_cls("m", "/d", **{key: _outside(field)})
+
+
+def test_embedding_sizes_live_at_the_top_level_only():
+  c = PretrainingConfig("m", "/d", model_size="base", vocab_size=100)
+  assert c.embedding_size == 768 and c.vocab_size == 100
+  for hparams in (c.model_hparams, c.generator_hparams):
+    assert not set(configure.EMBEDDING_KEYS) & set(hparams)
+  for role in ("discriminator", "generator"):
+    assert c.network_hparams(role)["embedding_size"] == 768
+    assert c.network_hparams(role)["vocab_size"] == 100
+  assert c.network_hparams("generator")["hidden_size"] == 256
+  assert PretrainingConfig("m", "/d", embedding_size=64).network_hparams()[
+      "embedding_size"] == 64
+  for key in configure.EMBEDDING_KEYS:
+    with pytest.raises(ConfigError, match="%r is a top-level hparam: set "
+                       "\"%s\": 64 beside" % (key, key)):
+      PretrainingConfig("m", "/d", model_hparam_overrides={key: 64})
+
+
+def test_saved_network_hparams_reads_old_and_new_config_files():
+  c = PretrainingConfig("m", "/d", vocab_size=100, embedding_size=32)
+  new = json.loads(json.dumps(c.to_dict()))
+  old = json.loads(json.dumps(new))  # Older files: sizes inside too.
+  old["model_hparams"].update(vocab_size=100, embedding_size=32)
+  for saved in (new, old):
+    for role in ("discriminator", "generator"):
+      assert configure.saved_network_hparams(saved, role) == (
+          c.network_hparams(role))

@@ -58,7 +58,8 @@ def _run_everything(data_dir, vocab_file, capsys):
       task_names=["sst"], vocab_file=vocab_file, vocab_size=45,
       max_seq_length=32, train_batch_size=8, eval_batch_size=8,
       num_train_epochs=1.0, log_every=2,
-      model_hparam_overrides=PRETRAIN["model_hparam_overrides"])
+      model_hparam_overrides=PRETRAIN["model_hparam_overrides"],
+      embedding_size=PRETRAIN["embedding_size"])
   run_finetuning.main(["--data-dir", data_dir, "--model-name", MODEL,
                        "--hparams", json.dumps(finetune)])
   export_dir = posixpath.join(data_dir, "export", "hf")

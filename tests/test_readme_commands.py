@@ -27,15 +27,17 @@ FINETUNE_FIXTURES = os.path.join(REPO, "tests", "fixtures", "finetune",
 TIMEOUT = 600
 
 TINY_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, embedding_size=16)
+                  intermediate_size=64)
 # Merged under the README's own hparams (the README's keys win).
 TINY_PRETRAINING = dict(
-    model_hparam_overrides=TINY_MODEL, max_seq_length=128, train_batch_size=8,
+    model_hparam_overrides=TINY_MODEL, embedding_size=16, max_seq_length=128,
+    train_batch_size=8,
     eval_batch_size=8, num_train_steps=4, num_warmup_steps=1, log_every=2,
     iterations_per_loop=2, save_checkpoints_steps=4, num_eval_steps=1,
     do_eval=True)
 TINY_FINETUNING = dict(
-    model_hparam_overrides=TINY_MODEL, max_seq_length=32, train_batch_size=8,
+    model_hparam_overrides=TINY_MODEL, embedding_size=16, max_seq_length=32,
+    train_batch_size=8,
     eval_batch_size=8, num_train_epochs=1.0)
 # Appended to the README's flags.
 SMALL_FLAGS = {
@@ -119,7 +121,10 @@ def runnable(command, tmp):
 
 def _rank(command):
   """Sort key: ORDER, except that commands reading export_model.py's output
-  (D/export/...) run after it, in README order."""
+  (D/export/...) run after it, in README order, and exports of a
+  fine-tuned model (--task) after them."""
+  if _script(command) == "export_model.py" and "--task" in command:
+    return len(ORDER) + 1
   if _script(command) != "export_model.py" and "D/export/" in command:
     return len(ORDER)
   return ORDER.index(_script(command))

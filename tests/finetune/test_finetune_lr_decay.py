@@ -10,7 +10,7 @@ from finetune import preprocessing
 from finetune import task_builder
 from finetune.model import FinetuningModel
 from model import optimization
-from model.encoder import build_discriminator_encoder
+from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
 
 DECAY = 0.8
@@ -18,9 +18,7 @@ DECAY = 0.8
 
 def _model(**overrides):
   # embedding_size 16 != hidden 32, so the encoder has a projection.
-  model_hparams = dict(ff.TINY_MODEL, embedding_size=16)
-  config = ff.tiny_config(model_hparam_overrides=model_hparams,
-                          max_seq_length=16, **overrides)
+  config = ff.tiny_config(embedding_size=16, max_seq_length=16, **overrides)
   tokenizer = preprocessing.build_tokenizer(config)
   task = task_builder.get_task(config, "sst", tokenizer)
   model = FinetuningModel(build_discriminator_encoder(config),

@@ -17,7 +17,7 @@ from finetune import runner
 from finetune import task_builder
 from finetune.trainer import Trainer
 from model import checkpoints
-from model.encoder import build_discriminator_encoder
+from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
 from tests import paths
 from util.errors import UserError
@@ -97,7 +97,8 @@ def _save_pretrained(model_dir, **model_overrides):
   hparams = dict(ff.TINY_MODEL, **model_overrides)
   pre = configure.PretrainingConfig(
       "tiny", str(model_dir), vocab_size=ff.VOCAB_SIZE, max_seq_length=32,
-      model_dir=str(model_dir), model_hparam_overrides=hparams)
+      model_dir=str(model_dir), model_hparam_overrides=hparams,
+      embedding_size=32)
   pre.save()
   encoder = build_discriminator_encoder(pre)
   encoder({k: tf.zeros([1, 8], tf.int32)

@@ -15,6 +15,7 @@ import export_model
 from finetune import runner
 from interop import convert
 from interop import loader
+from model import builders
 from model import tokenization
 from tests import interop_fixtures as ix
 from util.errors import UserError
@@ -22,6 +23,7 @@ from util.errors import UserError
 pytestmark = pytest.mark.slow
 
 _HPARAMS = dict(model_hparam_overrides=dict(ix.pf.TINY_MODEL),
+                embedding_size=ix.pf.TINY_EMBEDDING_SIZE,
                 vocab_size=ix.VOCAB_SIZE, max_seq_length=ix.SEQ_LEN,
                 sampling="hp_loss")
 
@@ -51,7 +53,7 @@ def test_export_hf_then_convert_to_tf1_round_trips(tmp_path):
                             "--output", out_tf1]) == 0
   assert tf.train.latest_checkpoint(out_tf1)
   config = convert.pretraining_config("back", data, dict(_HPARAMS))
-  back = convert.build_model(config)
+  back = builders.build_pretrainer_with_variables(config)
   report = loader.load_into(back, out_tf1, log=lambda _: None)
   # HF has no sampling head: it alone starts fresh after hf -> tf1.
   sampling = {v.ref() for v in back.generator.sampling_head.weights}
@@ -85,10 +87,10 @@ def test_finetuning_init_checkpoint_takes_hf_folders(tmp_path):
   for source in (out, os.path.join(out, "discriminator")):
     config = ff.tiny_config(init_checkpoint=source, vocab_size=ix.VOCAB_SIZE,
                             max_seq_length=ix.SEQ_LEN,
+                            embedding_size=ix.pf.TINY_EMBEDDING_SIZE,
                             model_hparam_overrides=dict(ix.pf.TINY_MODEL))
     assert runner.resolve_init_checkpoint(config) == source
-  from model import encoder as encoder_lib  # pylint: disable=g-import-not-at-top
-  encoder = encoder_lib.build_discriminator_encoder(config)
+  encoder = builders.build_discriminator_encoder(config)
   feats = ix.features()
   inputs = {k: feats[k] for k in ("input_ids", "input_mask", "segment_ids")}
   encoder(inputs)

@@ -12,7 +12,7 @@ import pytest
 
 from interop import hf
 from interop import loader
-from model import encoder as encoder_lib
+from model import builders
 from tests import finetune_fixtures as ff
 from tests import interop_fixtures as ix
 from util.errors import UserError
@@ -57,8 +57,9 @@ def world(tmp_path_factory):
   root = tmp_path_factory.mktemp("interop_hf")
   vocab = ix.write_vocab(root / "vocab.txt")
   # Untied MLM output table: generator_lm_head.weight is exported too.
-  model = ix.build(ix.config(vocab, untied_mlm_output=True))
-  hf.export_hf(model, model.config, str(root / "out"), log=lambda _: None)
+  config = ix.config(vocab, untied_mlm_output=True)
+  model = ix.build(config)
+  hf.export_hf(model, config, str(root / "out"), log=lambda _: None)
   feats = ix.features()
   inputs = ix.save_inputs(root / "in.npz", feats)
   jobs = [{"op": "make", "class": cls, "seed": i, "folder": str(root / sub),
@@ -126,9 +127,10 @@ def test_transformers_electra_loads_into_ours(world):
 
 def test_transformers_bert_loads_into_ours(world):
   ref, feats = world["ref"], world["feats"]
-  sizes = dict(ix.pf.TINY_MODEL, embedding_size=32, hidden_act="gelu_exact")
+  sizes = dict(ix.pf.TINY_MODEL, hidden_act="gelu_exact")
   # A generator sharing D's transformer: BERT's MLM head fits its head.
   config = ix.config(world["vocab"], model_hparam_overrides=sizes,
+                     embedding_size=32,
                      untied_generator=False, generator_hidden_size=1.0)
   model = ix.build(config, randomise=False)
   lines = []
@@ -145,8 +147,8 @@ def test_transformers_bert_loads_into_ours(world):
 
   # Fine-tuning's target: the encoder alone, from a BertModel (no prefix).
   finetune_config = ff.tiny_config(model_hparam_overrides=sizes,
-                                   vocab_size=ix.VOCAB_SIZE)
-  encoder = encoder_lib.build_discriminator_encoder(finetune_config)
+                                   embedding_size=32, vocab_size=ix.VOCAB_SIZE)
+  encoder = builders.build_discriminator_encoder(finetune_config)
   inputs = dict(input_ids=feats["input_ids"], input_mask=feats["input_mask"],
                 segment_ids=feats["segment_ids"])
   encoder(inputs)
@@ -157,10 +159,10 @@ def test_transformers_bert_loads_into_ours(world):
 
 
 def test_relative_position_is_refused(world, tmp_path):
-  model = ix.build(ix.config(world["vocab"], relative_position=True),
-                   randomise=False)
+  config = ix.config(world["vocab"], relative_position=True)
+  model = ix.build(config, randomise=False)
   with pytest.raises(UserError, match="relative position bias"):
-    hf.export_hf(model, model.config, str(tmp_path / "out"))
+    hf.export_hf(model, config, str(tmp_path / "out"))
 
 
 def test_sizes_come_from_an_hf_init_checkpoint(world, tmp_path):
@@ -179,7 +181,7 @@ def test_sizes_come_from_an_hf_init_checkpoint(world, tmp_path):
   for key in ("hidden_size", "num_hidden_layers", "num_attention_heads",
               "intermediate_size", "embedding_size", "vocab_size",
               "max_position_embeddings"):
-    assert config.model_hparams[key] == disc[key], key
+    assert config.network_hparams()[key] == disc[key], key
   assert config.generator_hparams["hidden_size"] == 8
   assert config.max_seq_length == 32  # the source's positions
   # Fine-tuning takes the sizes only (no generator fields).

@@ -142,8 +142,9 @@ def test_google_named_tf1_checkpoint_loads(tmp_path, vocab):
 
 
 def test_transformers_tf1_converter_reads_our_export(tmp_path, vocab):
-  model = ix.build(ix.config(vocab))
-  prefix = tf1.export_tf1(model, model.config, str(tmp_path / "tf1"),
+  config = ix.config(vocab)
+  model = ix.build(config)
+  prefix = tf1.export_tf1(model, config, str(tmp_path / "tf1"),
                           log=_no_log)
   feats = ix.features()
   inputs = ix.save_inputs(tmp_path / "in.npz", feats)

@@ -12,10 +12,8 @@ import tensorflow as tf
 import tf_keras
 
 from model import checkpoints
-from model import electra_pretraining
-from model import encoder as encoder_lib
-from model import generator as generator_lib
-from model import heads
+from model import builders
+from model import samplers
 from model import sampling
 from tests import pretrain_fixtures as fx
 from util.errors import UserError
@@ -35,7 +33,7 @@ def _config(mode, **hparams):
 
 def _build(config, features):
   tf_keras.utils.set_random_seed(1234)  # reproducible initial weights
-  model = electra_pretraining.ElectraPretrainingModel(config)
+  model = builders.build_pretrainer(config)
   model(features, training=False)
   return model
 
@@ -241,8 +239,10 @@ def test_both_importance_weights_are_clipped_by_the_shared_function(
 def test_sampling_warmup_draws_from_p_g_then_p_s(features):
   model = _build(_config("hp_loss", sampling_warmup_steps=5), features)
   _set_sampling_bias(model, seed=2)
-  reference_pg = model(features, training=False, sampler="mlm")
-  reference_ps = model(features, training=False, sampler="hp_loss")
+  reference_pg = model(features, training=False,
+                       sampler=samplers.GeneratorSampler())
+  reference_ps = model(features, training=False,
+                       sampler=samplers.HPLossSampler())
   for step in (0, 4, tf.constant(4, tf.int64)):
     warm = model(features, training=False, step=step)
     np.testing.assert_array_equal(warm["sampled_tokens"].numpy(),
@@ -271,13 +271,10 @@ def _relative_variables(layer):
 
 def test_relative_position_bias_changes_outputs_and_is_shared(models,
                                                               features):
-  hparams = _config("mlm").model_hparams
   inputs = _encoder_inputs(features)
-  plain = encoder_lib.build_encoder(hparams,
-                                    encoder_lib.build_embeddings(hparams))
-  biased = encoder_lib.build_encoder(hparams,
-                                     encoder_lib.build_embeddings(hparams),
-                                     relative_position=True)
+  plain, biased = (builders.build_discriminator_encoder(
+      _config("mlm", relative_position=relative))
+                   for relative in (False, True))
   plain(inputs)
   biased(inputs)
   (bias,) = _relative_variables(biased)
@@ -319,7 +316,7 @@ def test_checkpoint_restores_the_discriminator_alone(models, features,
   model = models["hp_dist"]
   prefix = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
   inputs = _encoder_inputs(features)
-  encoder = encoder_lib.build_discriminator_encoder(model.config)
+  encoder = builders.build_discriminator_encoder(_config("hp_dist"))
   before = encoder(inputs, training=False).numpy()
   expected = model.discriminator.encoder(inputs, training=False).numpy()
   assert np.abs(before - expected).max() > 1e-3
@@ -329,7 +326,7 @@ def test_checkpoint_restores_the_discriminator_alone(models, features,
   # A directory resolves to its latest checkpoint.
   assert checkpoints.restore_discriminator(encoder, str(tmp_path)) == prefix
 
-  wider = encoder_lib.build_discriminator_encoder(
+  wider = builders.build_discriminator_encoder(
       _config("hp_dist", model_hparam_overrides=dict(
           fx.TINY_MODEL, hidden_size=48)))
   wider(inputs)
@@ -338,7 +335,7 @@ def test_checkpoint_restores_the_discriminator_alone(models, features,
   with pytest.raises(UserError, match="not found"):
     checkpoints.restore_discriminator(encoder, str(tmp_path / "missing"))
   # relative_position must match the pre-training either way.
-  no_bias = encoder_lib.build_discriminator_encoder(
+  no_bias = builders.build_discriminator_encoder(
       _config("hp_dist", relative_position=False))
   no_bias(inputs)
   with pytest.raises(UserError, match="relative_position"):
@@ -347,45 +344,6 @@ def test_checkpoint_restores_the_discriminator_alone(models, features,
       str(tmp_path / "plain" / "ckpt"))
   with pytest.raises(UserError, match="does not match"):
     checkpoints.restore_discriminator(encoder, plain_prefix)
-
-
-def test_get_config_returns_constructor_arguments(models):
-  embeddings_args = dict(vocab_size=40, embedding_size=16,
-                         max_position_embeddings=32, type_vocab_size=2,
-                         dropout_rate=0.1, initializer_range=0.02)
-  layer = encoder_lib.ElectraEmbeddings(**embeddings_args)
-  config = layer.get_config()
-  assert {k: config[k] for k in embeddings_args} == embeddings_args
-  assert encoder_lib.ElectraEmbeddings.from_config(config).get_config() == (
-      config)
-
-  head_args = dict(embedding_size=16, vocab_size=40, hidden_act="gelu",
-                   initializer_range=0.05, tied=False)
-  config = heads.VocabularyHead(**head_args).get_config()
-  assert {k: config[k] for k in head_args} == head_args
-  rtd_args = dict(hidden_size=32, hidden_act="relu", initializer_range=0.03)
-  config = heads.ReplacedTokenHead(**rtd_args).get_config()
-  assert {k: config[k] for k in rtd_args} == rtd_args
-  assert heads.ReplacedTokenHead.from_config(config).get_config() == config
-
-  encoder_args = dict(
-      hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-      intermediate_size=64, hidden_act="gelu", hidden_dropout_prob=0.1,
-      attention_probs_dropout_prob=0.0, initializer_range=0.02,
-      relative_position=True, relative_num_buckets=8,
-      relative_max_distance=20)
-  encoder = encoder_lib.ElectraEncoder(
-      encoder_lib.ElectraEmbeddings(**embeddings_args), **encoder_args)
-  assert encoder.get_config() == encoder_args
-
-  model = models["hp_loss"]
-  assert isinstance(model.generator,
-                    generator_lib.HardnessPredictionGenerator)
-  assert isinstance(models["mlm"].generator, generator_lib.MaskedLMGenerator)
-  assert model.generator.get_config() == dict(
-      embedding_size=16, vocab_size=40, hidden_act="gelu",
-      initializer_range=0.02, tie_output_embeddings=True)
-  assert model.get_config() == model.config.to_dict()
 
 
 def _tokens_absent_from(features):
@@ -415,7 +373,7 @@ def test_untied_mlm_output_keeps_unseen_tokens_input_embeddings_still(
   grad = tf.convert_to_tensor(tape.gradient(loss, table)).numpy()
   assert _is_zero(grad[absent]) == untied
   if untied:
-    assert own.shape == (VOCAB, config.generator_hparams["embedding_size"])
+    assert own.shape == (VOCAB, config.embedding_size)
     assert not _is_zero(tape.gradient(loss, own)[absent[0]])
 
 

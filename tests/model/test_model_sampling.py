@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import electra_pretraining
+from model import builders
 from model import samplers
 from model import sampling
 from tests import pretrain_fixtures as fx
@@ -249,7 +249,7 @@ def test_scatter_replacements_leaves_padding_predictions_alone():
 
 def _model(config, features):
   tf_keras.utils.set_random_seed(1234)  # reproducible initial weights
-  model = electra_pretraining.ElectraPretrainingModel(config)
+  model = builders.build_pretrainer(config)
   model(features, training=False)
   return model
 
@@ -334,7 +334,7 @@ def mixed_bfloat16():
 @pytest.mark.parametrize("mode", ["hp_loss", "hp_dist"])
 def test_sampling_stays_float32_under_mixed_bfloat16(mixed_bfloat16, mode):
   features = fx.make_features(4, 16, 3, 40, seed=8)
-  model = electra_pretraining.ElectraPretrainingModel(
+  model = builders.build_pretrainer(
       fx.tiny_config(sampling=mode, disc_importance_weighting=True))
   with tf.GradientTape() as tape:
     out = model(features, training=True)

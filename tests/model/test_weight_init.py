@@ -15,8 +15,8 @@ import tf_keras
 from finetune import preprocessing
 from finetune import task_builder
 from finetune.model import FinetuningModel
-from model import electra_pretraining
-from model.encoder import build_discriminator_encoder
+from model import builders
+from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
 from tests import pretrain_fixtures as fx
 
@@ -41,7 +41,7 @@ def test_pretraining_model_weights_are_distinct(sampling):
                           untied_generator_embeddings=True,
                           untied_mlm_output=True)
   tf_keras.utils.set_random_seed(1)
-  model = electra_pretraining.ElectraPretrainingModel(config)
+  model = builders.build_pretrainer(config)
   model(fx.make_features(2, 16, 3, 40), training=False)
   assert _repeated_pairs(model) == []
 

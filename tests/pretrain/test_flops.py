@@ -7,7 +7,7 @@ from pretrain import flops
 # vocab 100, batch 4.
 _SHAPE = dict(model_hparam_overrides=dict(
     hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-    intermediate_size=64, embedding_size=32), vocab_size=100,
+    intermediate_size=64), embedding_size=32, vocab_size=100,
     max_seq_length=8, max_predictions_per_seq=2, train_batch_size=4,
     untied_generator=False, generator_hidden_size=1.0)
 

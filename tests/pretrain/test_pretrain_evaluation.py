@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import electra_pretraining
+from model import builders
 from pretrain import eval_metrics
 from pretrain import evaluation
 from tests import pretrain_fixtures as fx
@@ -16,7 +16,7 @@ BATCH, SEQ_LEN, PREDS, VOCAB = 4, 16, 3, 40
 def _eval_results(config, features, weights=None):
   """Eval-metric results of one batch through `make_eval_step`."""
   tf_keras.utils.set_random_seed(1234)
-  model = electra_pretraining.ElectraPretrainingModel(config)
+  model = builders.build_pretrainer(config)
   model(features, training=False)
   if weights is not None:
     model.set_weights(weights)

@@ -352,7 +352,7 @@ def bad_input_runs(data_dir, resume_runs, tmp_path_factory):
       wider["model_hparam_overrides"], hidden_size=64)
   cases["model_shape"] = (str(data_dir), wider, [
       _checkpoint_dir(data_dir, "straight"), "another shape",
-      "model_hparams"])
+      "hidden_size (32 saved, 64 now)"])
 
   cases["unknown_hparam"] = (str(data_dir), dict(base, learning_rat=1e-3), [
       "unknown hparam 'learning_rat'", "Did you mean 'learning_rate'"])

@@ -13,7 +13,7 @@ moves the input embeddings.
 import tensorflow as tf
 import tf_keras
 
-from model import heads
+from model.layers.vocabulary_head import VocabularyHead
 
 
 def gather_positions(sequence, positions):
@@ -21,8 +21,18 @@ def gather_positions(sequence, positions):
   return tf.gather(sequence, positions, batch_dims=1)
 
 
+@tf_keras.utils.register_keras_serializable(package="electra_hp")
 class MaskedLMGenerator(tf_keras.Model):
   """Encoder + MLM head.
+
+  Args:
+    encoder: the generator's `ElectraEncoder` (model/networks/encoder.py);
+      its embeddings' table is the output table when tied.
+    embedding_size, vocab_size: the vocabulary head's sizes.
+    hidden_act: the head's activation.
+    initializer_range: stddev of the head's truncated-normal initial kernels.
+    tie_output_embeddings: the head reads the input embedding table (ELECTRA)
+      instead of owning an output table.
 
   Inputs: dict with `masked_input_ids`, `input_mask`, `segment_ids`
     [batch, seq_len] int32 and `masked_lm_positions` [batch, P] int32.
@@ -41,7 +51,7 @@ class MaskedLMGenerator(tf_keras.Model):
     """A `VocabularyHead` of this generator's sizes and tying."""
     (embedding_size, vocab_size, hidden_act, initializer_range,
      tie_output_embeddings) = self._head_args
-    return heads.VocabularyHead(embedding_size, vocab_size, hidden_act,
+    return VocabularyHead(embedding_size, vocab_size, hidden_act,
                                 initializer_range,
                                 tied=tie_output_embeddings, name=name)
 
@@ -58,19 +68,29 @@ class MaskedLMGenerator(tf_keras.Model):
     return dict(mlm_logits=self.mlm_head(hidden, table))
 
   def get_config(self):
+    """Constructor arguments, the encoder as the network object itself."""
     (embedding_size, vocab_size, hidden_act, initializer_range,
      tie_output_embeddings) = self._head_args
-    return dict(embedding_size=embedding_size, vocab_size=vocab_size,
-                hidden_act=hidden_act, initializer_range=initializer_range,
-                tie_output_embeddings=tie_output_embeddings)
+    return dict(encoder=self.encoder, embedding_size=embedding_size,
+                vocab_size=vocab_size, hidden_act=hidden_act,
+                initializer_range=initializer_range,
+                tie_output_embeddings=tie_output_embeddings, name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
 
 
+@tf_keras.utils.register_keras_serializable(package="electra_hp")
 class HardnessPredictionGenerator(MaskedLMGenerator):
   """MLM generator with a sampling head (HP-Loss or HP-Dist).
 
+  Args: as `MaskedLMGenerator`'s; the sampling head has the MLM head's sizes
+  and tying.
+
   Output: dict with `mlm_logits` and `sampling_scores` u_t, both
   [batch, P, vocab] float32. How u_t is read (sigmoid for HP-Loss, softmax
-  for HP-Dist) is the sampler's business (model/sampling.py).
+  for HP-Dist) is the sampler's business (model/samplers.py).
   """
 
   def __init__(self, encoder, embedding_size, vocab_size, hidden_act="gelu",

@@ -1,5 +1,4 @@
-"""Prediction heads: vocabulary head (tied or own table) and replaced-token
-head."""
+"""The vocabulary head: ELECTRA's MLM head, and the sampling head's layout."""
 
 import tensorflow as tf
 import tf_keras
@@ -9,6 +8,7 @@ from model import activations  # noqa: F401 (registers "gelu_exact")
 from model.initializers import truncated_normal
 
 
+@tf_keras.utils.register_keras_serializable(package="electra_hp")
 class VocabularyHead(tf_keras.layers.Layer):
   """dense(embedding_size, act) -> LayerNorm -> h E^T + b, logits in float32.
 
@@ -18,6 +18,13 @@ class VocabularyHead(tf_keras.layers.Layer):
   its output table `output_embeddings`, so the softmax's push on every
   non-target entry does not move the input embeddings of tokens that are
   rarely seen.
+
+  Args:
+    embedding_size: width of the transform and of the output table.
+    vocab_size: number of logits (rows of the output table).
+    hidden_act: activation of the transform.
+    initializer_range: stddev of the truncated-normal initial kernels.
+    tied: read the output table passed to `call` (True) or own one.
 
   Inputs: hidden [batch, num_predictions, hidden] (compute dtype) and, when
     tied, `embedding_table` [vocab_size, embedding_size].
@@ -60,33 +67,5 @@ class VocabularyHead(tf_keras.layers.Layer):
 
   def get_config(self):
     config = super(VocabularyHead, self).get_config()
-    config.update(self._config)
-    return config
-
-
-class ReplacedTokenHead(tf_keras.layers.Layer):
-  """dense(hidden, act) -> dense(1): one logit z_t per token.
-
-  Input: [batch, seq_len, hidden]. Output: [batch, seq_len] float32 logits;
-  sigmoid(z_t) = P(token t was replaced).
-  """
-
-  def __init__(self, hidden_size, hidden_act="gelu", initializer_range=0.02,
-               **kwargs):
-    super(ReplacedTokenHead, self).__init__(**kwargs)
-    self._config = dict(hidden_size=hidden_size, hidden_act=hidden_act,
-                        initializer_range=initializer_range)
-    self.dense = tf_keras.layers.Dense(
-        hidden_size, activation=tf_utils.get_activation(hidden_act),
-        kernel_initializer=truncated_normal(initializer_range),
-        name="transform")
-    self.logit = tf_keras.layers.Dense(
-        1, kernel_initializer=truncated_normal(initializer_range), name="logit")
-
-  def call(self, hidden):
-    return tf.cast(tf.squeeze(self.logit(self.dense(hidden)), -1), tf.float32)
-
-  def get_config(self):
-    config = super(ReplacedTokenHead, self).get_config()
     config.update(self._config)
     return config

@@ -1,0 +1,7 @@
+"""Keras layers of the ELECTRA transformer and its prediction heads.
+
+  * `ElectraEmbeddings` (embeddings.py): token + position + segment tables.
+  * `BiasedSelfAttention` (attention.py): attention with an additive bias.
+  * `VocabularyHead` (vocabulary_head.py): MLM and sampling heads.
+  * `ReplacedTokenHead` (replaced_token_head.py): the discriminator's head.
+"""

@@ -1,0 +1,40 @@
+"""Multi-head self-attention whose mask argument is an additive bias."""
+
+import tensorflow as tf
+import tf_keras
+
+# Added to the attention logits of padding keys; large but finite in float32.
+PADDING_BIAS = -1e9
+
+
+def padding_bias(input_mask):
+  """[batch, 1, 1, seq_len] float32: 0 at real keys, PADDING_BIAS at padding.
+
+  Args: input_mask: [batch, seq_len], 1 for real tokens, 0 for padding.
+  """
+  mask = tf.cast(input_mask, tf.float32)
+  return (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * PADDING_BIAS
+
+
+@tf_keras.utils.register_keras_serializable(package="electra_hp")
+class BiasedSelfAttention(tf_keras.layers.MultiHeadAttention):
+  """Keras multi-head attention taking an additive bias instead of a mask.
+
+  Constructor arguments are `tf_keras.layers.MultiHeadAttention`'s.
+  Inputs: query, value [batch, seq_len, hidden] and `attention_mask`, a
+    float tensor broadcastable to [batch, num_heads, seq_len, seq_len]
+    (the padding bias plus an optional relative position bias). It is
+    added to the attention logits in float32 before the softmax, so
+    bf16/fp16 logits do not overflow.
+  Output: [batch, seq_len, hidden] in the compute dtype.
+  """
+
+  def _compute_attention_mask(self, query, value, key=None,
+                              attention_mask=None, use_causal_mask=False):
+    return attention_mask
+
+  def _masked_softmax(self, attention_scores, attention_mask=None):
+    scores = tf.cast(attention_scores, tf.float32)
+    if attention_mask is not None:
+      scores += tf.cast(attention_mask, tf.float32)
+    return tf.cast(tf.nn.softmax(scores, axis=-1), attention_scores.dtype)

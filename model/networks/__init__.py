@@ -1,0 +1,1 @@
+"""Networks: the ELECTRA encoder (encoder.py), built from model/layers/."""

@@ -1,0 +1,196 @@
+"""SavedModels served on raw text in a fresh process with only tensorflow
+and tensorflow_text imported: fine-tuned task models, and a pre-trained
+model whose vocabulary is a SentencePiece model.
+
+Tasks: one tiny fine-tuning run per kind (classification, a sentence pair,
+regression, tagging, SQuAD 2.0) over the fixtures, each exported with
+`export_model.py --task`. On dev examples, the SavedModel's ids equal the
+fine-tuning pipeline's features of the same texts, and its outputs equal
+the Keras model's on those features. (The WordPiece pre-trained SavedModel
+is tests/interop/test_interop_export.py's.)
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import export_model
+from interop import saved_model
+from model import builders
+from model import tokenization
+from finetune import finetuned_model
+from finetune import runner
+from tests import finetune_fixtures as ff
+from tests import pretrain_fixtures as pf
+from tests.paths import FIXTURES
+from util.errors import UserError
+
+TASKS = ("sst", "mrpc", "sts", "ner", "squadv2")
+NUM_EXAMPLES = 3
+TOL = 1e-5
+
+_SERVE = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (registers the tokenizer ops)
+for job in json.load(open(sys.argv[1])):
+  served = tf.saved_model.load(job["saved_model"])
+  out = served.signatures["serving_default"](
+      **{k: tf.constant(v) for k, v in job["inputs"].items()})
+  arrays = {k: v.numpy() for k, v in out.items()}
+  np.savez(job["result"], **{  # Strings as unicode: no pickled objects.
+      k: a.astype("U") if a.dtype == object else a for k, a in arrays.items()})
+assert set(sys.modules) & {"tf_keras", "official", "model"} == set()
+"""
+
+
+def _first_rows(task, split_data):
+  """(examples, feature rows): the first examples and, for SQuAD, the rows
+  of their first windows (the window a SavedModel serves)."""
+  if not task.name.startswith("squad"):
+    # One feature row per example (the fixtures' texts fit one window).
+    assert len(split_data.features["input_ids"]) == len(split_data.examples)
+    examples = split_data.examples[:NUM_EXAMPLES]
+    return examples, np.arange(len(examples))
+  rows = [i for i, w in enumerate(split_data.meta) if w.doc_span_index == 0]
+  rows = rows[:NUM_EXAMPLES]
+  return [split_data.examples[split_data.meta[i].example_index]
+          for i in rows], np.array(rows)
+
+
+def _texts(task, examples):
+  """The serving_default inputs of `examples`."""
+  if task.name.startswith("squad"):
+    return dict(question=[e.question_text for e in examples],
+                context=[" ".join(e.doc_tokens) for e in examples])
+  if task.name == "ner":
+    return dict(text=[" ".join(e.words) for e in examples])
+  texts = dict(text=[e.text_a for e in examples])
+  if examples[0].text_b is not None:
+    texts["text_b"] = [e.text_b for e in examples]
+  return texts
+
+
+def _expected(model, task, features):
+  """The Keras model's outputs, as the SavedModel names them."""
+  out = {k: v.numpy() for k, v in model(features, training=False).items()}
+  if task.name == "sts":
+    return dict(score=out["logits"][:, 0])
+  if task.name == "ner":
+    return dict(tag_ids=np.argmax(out["logits"], -1))
+  if task.name.startswith("squad"):
+    return out
+  probs = tf.nn.softmax(out["logits"]).numpy()
+  return dict(probabilities=probs, label_id=np.argmax(probs, -1))
+
+
+def _serve(jobs, job_file):
+  """Runs each job's serving_default in one fresh process."""
+  job_file.write_text(json.dumps(jobs))
+  subprocess.run([sys.executable, "-c", _SERVE, str(job_file)], check=True,
+                 timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+  root = tmp_path_factory.mktemp("tasks")
+  model_dir = str(root / "model")
+  runner.run_finetuning(ff.tiny_config(model_dir=model_dir,
+                                       task_names=list(TASKS),
+                                       max_seq_length=32))
+  jobs, cases = [], {}
+  for name in TASKS:
+    out = str(root / ("served_" + name))
+    assert export_model.main([
+        "--data-dir", ff.FIXTURE_DIR, "--model-name", "tiny", "--task",
+        name, "--format", "saved_model", "--output", out,
+        "--hparams", json.dumps({"model_dir": model_dir})]) == 0
+    model, task, _ = finetuned_model.load_finetuned(
+        model_dir, ff.FIXTURE_DIR, name, log=lambda _: None)
+    dev = task.load(task.eval_splits[0])
+    examples, rows = _first_rows(task, dev)
+    features = {k: v[rows] for k, v in dev.features.items()}
+    result = str(root / (name + ".npz"))
+    jobs.append(dict(saved_model=out, result=result,
+                     inputs=_texts(task, examples)))
+    cases[name] = (result, features, _expected(model, task, features), task)
+  _serve(jobs, root / "jobs.json")
+  return cases
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_saved_model_serves_the_task_on_raw_text(exported, name):
+  result, features, expected, task = exported[name]
+  served = dict(np.load(result))
+  np.testing.assert_array_equal(served["input_ids"], features["input_ids"])
+  for key in ("input_mask", "segment_ids", "paragraph_mask"):
+    if key in served:
+      np.testing.assert_array_equal(served[key], features[key], err_msg=key)
+  assert name.startswith("squad") == ("paragraph_mask" in served)
+  for key, want in expected.items():
+    if want.dtype.kind == "f":
+      assert np.abs(served[key] - want).max() < TOL, key
+    else:
+      np.testing.assert_array_equal(served[key], want, err_msg=key)
+  if name in ("sst", "mrpc"):
+    labels = [str(l) for l in task.label_list]
+    assert list(served["label"]) == [labels[i] for i in expected["label_id"]]
+  if name == "ner":
+    tags = served["tags"]
+    assert all(t == "" for t in tags[served["input_mask"] == 0])
+    assert set(tags[served["input_mask"] == 1]) <= {
+        str(l) for l in task.label_list}
+
+
+def test_task_export_errors(tmp_path):
+  with pytest.raises(UserError, match="fine-tune task 'sst' of this model"):
+    export_model.main(["--data-dir", str(tmp_path), "--model-name", "M",
+                       "--task", "sst", "--format", "saved_model",
+                       "--output", str(tmp_path / "o")])
+  with pytest.raises(UserError, match="--task exports .* SavedModel"):
+    export_model.main(["--data-dir", str(tmp_path), "--model-name", "M",
+                       "--task", "sst", "--format", "hf",
+                       "--output", str(tmp_path / "o")])
+
+
+def test_sentencepiece_saved_model_tokenizes_as_our_tokenizer(tmp_path):
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  text = os.path.join(FIXTURES, "pretraining_dataset", "wrapped",
+                      "persuasion_opening.txt")
+  spm.SentencePieceTrainer.train(
+      input=text, model_prefix=str(tmp_path / "sp"), vocab_size=200,
+      bos_id=-1, eos_id=-1, pad_id=0, pad_piece="[PAD]", unk_id=1,
+      unk_piece="[UNK]", user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"],
+      minloglevel=2)
+  sp_model = str(tmp_path / "sp.model")
+  tokenizer = tokenization.SentencePieceTokenizer(sp_model)
+  config = pf.tiny_config(vocab_size=len(tokenizer.vocab), seq_len=16)
+  model = builders.build_pretrainer_with_variables(config)
+  out = str(tmp_path / "served")
+  saved_model.export_saved_model(model, config, out,
+                                 sentencepiece_model=sp_model,
+                                 log=lambda _: None)
+  texts = ["It is a truth universally acknowledged.",
+           "Zqx \u00e9t\u00e9 " + "persuasion " * 20]
+  result = str(tmp_path / "served.npz")
+  _serve([dict(saved_model=out, result=result, inputs=dict(text=texts))],
+         tmp_path / "jobs.json")
+  served = dict(np.load(result))
+  ids = np.zeros((2, 16), np.int32)
+  for row, text in enumerate(texts):
+    pieces = [tokenizer.cls_id] + tokenizer.encode(text)[:14] + [
+        tokenizer.sep_id]
+    ids[row, :len(pieces)] = pieces
+  mask = (ids > 0).astype(np.int32)
+  np.testing.assert_array_equal(served["input_ids"], ids)
+  np.testing.assert_array_equal(served["input_mask"], mask)
+  logits = model.discriminator(dict(input_ids=ids, input_mask=mask,
+                                    segment_ids=np.zeros_like(ids)))
+  want = tf.sigmoid(logits).numpy() * mask
+  assert np.abs(served["replaced_probability"] - want).max() < TOL
