@@ -26,6 +26,7 @@ from interop.safetensors_io import copy_atomic
 from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
+from util.io_utils import write_text_atomic
 
 _WORD = "electra/embeddings/word_embeddings"
 _IGNORED = re.compile(r"(^global_step$|/adam_[mv]$|^beta[12]_power)")
@@ -161,18 +162,21 @@ def export_tf1(model, config, output_dir, step=0, log=print):
     values.setdefault(entry.tf1, names.tf1_layout(
         entry, entry.variable.numpy()))
   io_utils.make_dirs(output_dir)
-  prefix = posixpath.join(output_dir, "model.ckpt")
-  with tf.Graph().as_default():
-    variables = [tf.compat.v1.get_variable(
-        name, initializer=tf.constant(np.asarray(value)))
-                 for name, value in sorted(values.items())]
-    global_step = tf.compat.v1.get_variable(
-        "global_step", initializer=tf.constant(int(step), tf.int64),
-        trainable=False)
-    saver = tf.compat.v1.train.Saver(variables + [global_step])
-    with tf.compat.v1.Session() as session:
-      session.run(tf.compat.v1.global_variables_initializer())
-      path = saver.save(session, prefix, global_step=int(step))
+  path = posixpath.join(output_dir, "model.ckpt-%d" % int(step))
+  # The name-based V2 checkpoint a TF1 Saver writes, written directly: no
+  # graph holding every tensor as a constant (and no .meta file), so
+  # ELECTRA-Large exports in a few GB of memory.
+  tensor_names = sorted(values) + ["global_step"]
+  tf.raw_ops.SaveV2(
+      prefix=path, tensor_names=tensor_names,
+      shape_and_slices=[""] * len(tensor_names),
+      tensors=[np.asarray(values[n]) for n in sorted(values)] + [
+          np.int64(step)])
+  # The `checkpoint` state file a Saver keeps (tf.train.latest_checkpoint).
+  write_text_atomic(posixpath.join(output_dir, "checkpoint"),
+                    "model_checkpoint_path: \"%s\"\n"
+                    "all_model_checkpoint_paths: \"%s\"\n" % (
+                        (posixpath.basename(path),) * 2))
   write_json_atomic(posixpath.join(output_dir, "bert_config.json"),
                     _bert_config(config.network_hparams("discriminator")))
   write_json_atomic(posixpath.join(output_dir, "generator_config.json"),

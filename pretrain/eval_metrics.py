@@ -41,6 +41,7 @@ import math
 
 import numpy as np
 
+from util import io_utils
 from util.io_utils import write_bytes_atomic, write_json_atomic, write_text_atomic
 
 NUM_HIST_BINS = 10
@@ -334,6 +335,20 @@ def write_results(results, results_dir, name="pretrain_eval", step=None):
     lines.append("note: %s" % note)
   write_text_atomic(txt_path, "\n".join(lines) + "\n")
   return {"json": json_path, "txt": txt_path}
+
+
+def append_history(results, results_dir, step, name="pretrain_eval_history"):
+  """Adds the main metrics of an evaluation at `step` to
+  `<results_dir>/<name>.json` (a list by step, rewritten atomically); the
+  entries at `step` or later (a resumed run evaluating again) are replaced."""
+  path = "%s/%s.json" % (results_dir.rstrip("/"), name)
+  history = io_utils.read_json(path) if io_utils.exists(path) else []
+  entry = {k: results[k] for k in MAIN_METRICS
+           if isinstance(results.get(k), float)}
+  entry["step"] = int(step)
+  history = [h for h in history if h["step"] < int(step)] + [entry]
+  write_json_atomic(path, history)
+  return path
 
 
 def plot_max_prob_histogram(histograms, path, title=None):

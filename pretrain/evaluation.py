@@ -101,6 +101,7 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
     return results  # Only the chief of a multi-worker cluster writes.
   results_dir = os.path.join(config.model_dir, "results")
   paths = eval_metrics.write_results(results, results_dir, step=step)
+  eval_metrics.append_history(results, results_dir, step)
   plot = eval_metrics.plot_max_prob_histogram(
       {config.model_name: results["gen_max_prob_histogram"]},
       os.path.join(results_dir, "gen_max_prob_histogram.png"),

@@ -59,7 +59,7 @@ ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "run_pretraining.py", "compare_pretraining_runs.py",
          "export_model.py",
          "run_finetuning.py", "bench/build_dataset.py", "bench/train_step.py",
-         "bench/compare_peer.py", "bench/input_pipeline.py")
+         "bench/compare_peer.py", "bench/input_pipeline.py", "study.py")
 
 
 def readme_commands():

@@ -35,6 +35,7 @@ def test_round_trip_ours_tf1_ours_is_exact_with_sampling_head(tmp_path, vocab):
       8, 32]
   assert "generator_predictions/output_bias" in names
   assert tf.train.load_variable(prefix, "global_step") == 7
+  assert tf.train.latest_checkpoint(str(tmp_path / "tf1")) == prefix
   target = ix.build(config, seed=2)
   report = loader.load_into(target, str(tmp_path / "tf1"), log=_no_log)
   assert report["kind"] == "tf1" and report["fresh"] == []

@@ -1,0 +1,119 @@
+"""A study's data directory: vocabulary, TFRecords and downstream tasks.
+
+`prepare` builds what is missing under `<work_dir>/data/`, with the
+project's own tools (build_vocab.py, build_pretraining_dataset.py), and
+writes each downstream task as `finetuning_data/<name>/` with a task.json.
+Re-running it skips what exists.
+"""
+
+import csv
+import os
+import random
+import subprocess
+import sys
+
+from studies import plan as plan_lib
+from util import io_utils
+from util.errors import UserError
+from util.io_utils import write_json_atomic
+from util.io_utils import write_text_atomic
+
+# A single-file task source is split into train/dev/test with this seed.
+SPLIT_SEED = 12345
+SPLIT_FRACTIONS = (0.8, 0.1)
+
+
+def _run(argv, log_path):
+  """Runs a project script; UserError pointing at its log if it fails."""
+  with open(log_path, "w") as log:
+    proc = subprocess.run([sys.executable] + argv, cwd=plan_lib.REPO,
+                          stdout=log, stderr=subprocess.STDOUT,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  if proc.returncode:
+    raise UserError("%s exited with %d; see %s." % (argv[0], proc.returncode,
+                                                    log_path))
+
+
+def _read_tsv(path):
+  with open(path, encoding="utf-8", newline="") as f:
+    rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+  return rows[0], rows[1:]
+
+
+def _write_tsv(path, header, rows):
+  write_text_atomic(path, "".join("\t".join(r) + "\n"
+                                  for r in [header] + rows))
+
+
+def _task_splits(task):
+  """{split: (header, rows)} of a task's source, subset applied to train."""
+  source = plan_lib.repo_path(task["source"])
+  if os.path.isdir(source):
+    splits = {}
+    for split in ("train", "dev"):
+      path = os.path.join(source, split + ".tsv")
+      if not os.path.isfile(path):
+        raise UserError("task %r: %s not found." % (task["name"], path))
+      splits[split] = _read_tsv(path)
+  else:
+    header, rows = _read_tsv(source)
+    rows = list(rows)
+    random.Random(SPLIT_SEED).shuffle(rows)
+    n_train = int(SPLIT_FRACTIONS[0] * len(rows))
+    n_dev = int(SPLIT_FRACTIONS[1] * len(rows))
+    splits = dict(train=(header, rows[:n_train]),
+                  dev=(header, rows[n_train:n_train + n_dev]))
+  subset = task.get("train_subset")
+  if subset:
+    header, rows = splits["train"]
+    rows = list(rows)
+    random.Random(SPLIT_SEED).shuffle(rows)
+    splits["train"] = (header, rows[:subset])
+  return splits
+
+
+def write_task(task, data_dir):
+  """`<data_dir>/finetuning_data/<name>/` with train.tsv, dev.tsv, task.json."""
+  directory = os.path.join(data_dir, "finetuning_data", task["name"])
+  if os.path.isfile(os.path.join(directory, "task.json")):
+    return directory
+  for split, (header, rows) in _task_splits(task).items():
+    for column in (task["text_column"], task["label_column"]):
+      if column not in header:
+        raise UserError("task %r: %s has no column %r (columns: %s)." % (
+            task["name"], task["source"], column, ", ".join(header)))
+    _write_tsv(os.path.join(directory, split + ".tsv"), header, rows)
+  write_json_atomic(os.path.join(directory, "task.json"), dict(
+      type=task["type"], format="tsv", text_columns=[task["text_column"]],
+      label_column=task["label_column"],
+      description="written by study.py from %s" % task["source"]))
+  return directory
+
+
+def prepare(study, log=print):
+  """Builds the study's data directory (what is missing); returns it."""
+  data = plan_lib.data_dir(study)
+  logs = os.path.join(plan_lib.work_dir(study), "logs")
+  io_utils.make_dirs(logs)
+  d = study["data"]
+  vocab = os.path.join(data, "vocab.txt")
+  corpus = plan_lib.repo_path(d["corpus_dir"])
+  if not os.path.isfile(vocab):
+    log("data: building a %d-token vocabulary from %s" % (
+        d.get("vocab_size", 8000), d["corpus_dir"]))
+    io_utils.make_dirs(data)
+    _run(["build_vocab.py", "--corpus-dir", corpus, "--output", vocab,
+          "--vocab-size", str(d.get("vocab_size", 8000))],
+         os.path.join(logs, "build_vocab.log"))
+  records = os.path.join(data, "pretrain_tfrecords")
+  if not os.path.isfile(os.path.join(records, "manifest.json")):
+    log("data: building pre-training TFRecords")
+    _run(["build_pretraining_dataset.py", "--corpus-dir", corpus,
+          "--vocab-file", vocab, "--output-dir", records,
+          "--max-seq-length", str(d.get("max_seq_length", 128)),
+          "--num-shards", str(d.get("num_shards", 4)),
+          "--heldout-fraction", str(d.get("heldout_fraction", 0.05)),
+          "--overwrite"], os.path.join(logs, "build_pretraining_dataset.log"))
+  for task in study.get("finetuning", {}).get("tasks", []):
+    write_task(task, data)
+  return data

@@ -1,0 +1,249 @@
+"""RESULTS.md of a study: tables with spreads, every run, and figures.
+
+Pre-training rows are (regime, variant), each the mean +- std (sample std)
+over its seeds of the held-out metrics; downstream rows add random
+initialisation, each over every (pre-training seed, fine-tuning seed)
+pair. A row is compared with its baseline (ELECTRA in the same regime;
+random initialisation downstream): when the difference of the means is
+smaller than their combined standard error, sqrt(s1^2/n1 + s2^2/n2), the
+report says "not separated". Every run appears in the per-run tables.
+"""
+
+import io
+import math
+import os
+
+import numpy as np
+
+from pretrain import eval_metrics
+from studies import plan as plan_lib
+from util import io_utils
+from util.io_utils import write_bytes_atomic
+from util.io_utils import write_text_atomic
+
+PRETRAIN_COLUMNS = ("disc_auc", "masked_lm_accuracy", "disc_loss",
+                    "estimator_pearson", "estimator_spearman",
+                    "disc_accuracy_pG_all", "disc_accuracy_pS_all",
+                    "disc_accuracy_pG_masked", "disc_accuracy_pS_masked")
+# The pre-training metric rows are compared on.
+PRIMARY_PRETRAIN_METRIC = "disc_auc"
+
+
+def stats(values):
+  """(mean, sample std, n) of the finite values; (None, None, 0) if none."""
+  values = [float(v) for v in values
+            if v is not None and math.isfinite(float(v))]
+  if not values:
+    return None, None, 0
+  std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+  return float(np.mean(values)), std, len(values)
+
+
+def separation(a, b):
+  """"separated", "not separated" or "n/a" for two lists of values."""
+  (ma, sa, na), (mb, sb, nb) = stats(a), stats(b)
+  if na < 2 or nb < 2:
+    return "n/a (fewer than 2 runs)"
+  se = math.sqrt(sa ** 2 / na + sb ** 2 / nb)
+  return "separated" if abs(ma - mb) > se else "not separated"
+
+
+def _cell(values, scale=1.0):
+  mean, std, n = stats(values)
+  if n == 0:
+    return "-"
+  return "%.3f ± %.3f (n=%d)" % (mean * scale, std * scale, n)
+
+
+def _read(path):
+  return io_utils.read_json(path) if os.path.isfile(path) else None
+
+
+def collect(study):
+  """{"pretrain": {model: {...}}, "downstream": {task: {source: [values]}},
+  "metrics": {task: primary metric}} of the finished runs."""
+  models = os.path.join(plan_lib.data_dir(study), "models")
+  pre = {}
+  for name, regime, variant, seed in plan_lib.pretrained_models(study):
+    results = os.path.join(models, name, "results")
+    pre[name] = dict(regime=regime, variant=variant, seed=seed,
+                     final=_read(os.path.join(results, "pretrain_eval.json")),
+                     history=_read(os.path.join(
+                         results, "pretrain_eval_history.json")) or [])
+  down, metrics, per_run = {}, {}, []
+  sources = [(n, "%s/%s" % (r, v)) for n, r, v, _ in
+             plan_lib.pretrained_models(study)] + [
+                 (plan_lib.RANDOM_INIT, plan_lib.RANDOM_INIT)]
+  for task in study.get("finetuning", {}).get("tasks", []):
+    name = task["name"]
+    down[name] = {}
+    for model, row in sources:
+      record = _read(os.path.join(models, model, "results",
+                                  "%s_results.json" % name))
+      if record is None:
+        continue
+      metric = record["primary_metric"]
+      metrics[name] = metric
+      for trial in record["trials"]:
+        split = next(iter(trial["best"]["results"]))
+        value = trial["best"]["results"][split][metric]
+        down[name].setdefault(row, []).append(value)
+        per_run.append((name, model, trial["seed"], metric, value))
+  return dict(pretrain=pre, downstream=down, metrics=metrics,
+              per_run=per_run)
+
+
+def _rows(pre):
+  """{(regime, variant): [model results]} of finished pre-training runs."""
+  rows = {}
+  for info in pre.values():
+    if info["final"] is not None:
+      rows.setdefault((info["regime"], info["variant"]), []).append(info)
+  return rows
+
+
+def pretraining_tables(study, data):
+  rows = _rows(data["pretrain"])
+  base = plan_lib.baseline(study)
+  lines = ["## Pre-training: held-out metrics at the end", "",
+           "mean ± sample std over seeds; the last column compares %s with "
+           "the %s row of its regime." % (PRIMARY_PRETRAIN_METRIC, base), ""]
+  lines.append("| regime / variant | " + " | ".join(PRETRAIN_COLUMNS) +
+               " | vs %s |" % base)
+  lines.append("|---" * (len(PRETRAIN_COLUMNS) + 2) + "|")
+  for (regime, variant), runs in rows.items():
+    cells = [_cell([r["final"].get(k) for r in runs])
+             for k in PRETRAIN_COLUMNS]
+    ref = rows.get((regime, base), [])
+    versus = "-" if variant == base else separation(
+        [r["final"].get(PRIMARY_PRETRAIN_METRIC) for r in runs],
+        [r["final"].get(PRIMARY_PRETRAIN_METRIC) for r in ref])
+    lines.append("| %s / %s | %s | %s |" % (regime, variant,
+                                           " | ".join(cells), versus))
+  lines += ["", "Every pre-training run:", "",
+            "| model | seed | step | " + " | ".join(PRETRAIN_COLUMNS) + " |",
+            "|---" * (len(PRETRAIN_COLUMNS) + 3) + "|"]
+  for name, info in data["pretrain"].items():
+    final = info["final"] or {}
+    lines.append("| %s | %d | %s | %s |" % (
+        name, info["seed"], final.get("step", "not run"), " | ".join(
+            "%.4f" % final[k] if isinstance(final.get(k), float) else "-"
+            for k in PRETRAIN_COLUMNS)))
+  return lines
+
+
+def downstream_tables(data):
+  down, metrics = data["downstream"], data["metrics"]
+  if not down:
+    return []
+  lines = ["", "## Downstream: best dev score of each fine-tuning", "",
+           "mean ± sample std over every (pre-training seed, fine-tuning "
+           "seed); \"vs random init\" compares with the random-"
+           "initialisation row.", ""]
+  for task, rows in down.items():
+    lines += ["### %s (%s)" % (task, metrics.get(task, "-")), "",
+              "| initialisation | %s | vs random init |" % metrics.get(
+                  task, "score"), "|---|---|---|"]
+    random_values = rows.get(plan_lib.RANDOM_INIT, [])
+    for row, values in rows.items():
+      versus = "-" if row == plan_lib.RANDOM_INIT else separation(
+          values, random_values)
+      lines.append("| %s | %s | %s |" % (row, _cell(values), versus))
+    lines.append("")
+  lines += ["Every fine-tuning run:", "", "| task | model | seed | metric | "
+            "best dev |", "|---|---|---|---|---|"]
+  lines += ["| %s | %s | %d | %s | %.4f |" % r for r in data["per_run"]]
+  return lines
+
+
+def _figure():
+  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=g-import-not-at-top
+  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+  fig = Figure(figsize=(10, 4))
+  FigureCanvasAgg(fig)
+  return fig
+
+
+def _save(fig, path):
+  fig.tight_layout()
+  buf = io.BytesIO()
+  fig.savefig(buf, format="png", dpi=90)
+  write_bytes_atomic(path, buf.getvalue())
+  return path
+
+
+def curves_figure(data, path):
+  """Held-out D AUC and MLM accuracy against steps, one curve per row."""
+  fig = _figure()
+  for i, metric in enumerate(("disc_auc", "masked_lm_accuracy")):
+    ax = fig.add_subplot(1, 2, i + 1)
+    for (regime, variant), runs in _rows(data["pretrain"]).items():
+      steps = sorted({h["step"] for r in runs for h in r["history"]})
+      means = [stats([h.get(metric) for r in runs for h in r["history"]
+                      if h["step"] == s])[0] for s in steps]
+      means = [float("nan") if m is None else m for m in means]
+      ax.plot(steps, means, marker="o", label="%s/%s" % (regime, variant))
+    ax.set_xlabel("step")
+    ax.set_ylabel("held-out " + metric)
+    ax.legend(fontsize=7)
+  return _save(fig, path)
+
+
+def hardness_figure(data, path):
+  """D's accuracy under p_G and p_S (all, masked) and the estimator's
+  correlations, per row (mean over seeds)."""
+  fig = _figure()
+  rows = _rows(data["pretrain"])
+  labels = ["%s/%s" % key for key in rows]
+  groups = ((("disc_accuracy_pG_all", "disc_accuracy_pS_all",
+              "disc_accuracy_pG_masked", "disc_accuracy_pS_masked"),
+             "D accuracy"),
+            (("estimator_pearson", "estimator_spearman"), "correlation"))
+  for i, (keys, ylabel) in enumerate(groups):
+    ax = fig.add_subplot(1, 2, i + 1)
+    width = 0.8 / len(keys)
+    for j, key in enumerate(keys):
+      means = [stats([r["final"].get(key) for r in runs])[0] or 0.0
+               for runs in rows.values()]
+      ax.bar(np.arange(len(labels)) - 0.4 + width * (j + 0.5), means, width,
+             label=key)
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+  return _save(fig, path)
+
+
+def write_report(study, output):
+  """Writes `output` (RESULTS.md) and its figures beside it; returns it."""
+  data = collect(study)
+  figures = os.path.join(os.path.dirname(os.path.abspath(output)),
+                         "results_" + study["name"])
+  rows = _rows(data["pretrain"])
+  lines = ["# Results: study %s" % study["name"], "",
+           "Written by `python study.py --config %s`; %s" % (
+               os.path.relpath(study["path"], plan_lib.REPO),
+               study.get("description", "")), ""]
+  lines += pretraining_tables(study, data)
+  lines += downstream_tables(data)
+  if rows:
+    histograms = {}
+    for (regime, variant), runs in rows.items():
+      fractions = np.mean([r["final"]["gen_max_prob_histogram"]["fractions"]
+                           for r in runs], axis=0)
+      histograms["%s/%s" % (regime, variant)] = list(fractions)
+    pictures = [
+        ("Generator max-probability at masked positions (mean over seeds)",
+         eval_metrics.plot_max_prob_histogram(
+             histograms, os.path.join(figures, "gen_max_prob.png"))),
+        ("Held-out D AUC and MLM accuracy against steps",
+         curves_figure(data, os.path.join(figures, "curves.png"))),
+        ("D accuracy under p_G and p_S; the estimator's correlations",
+         hardness_figure(data, os.path.join(figures, "hardness.png")))]
+    lines += ["", "## Figures", ""]
+    for title, picture in pictures:
+      lines += ["%s:" % title, "",
+                "![%s](%s)" % (title, os.path.relpath(
+                    picture, os.path.dirname(os.path.abspath(output)))), ""]
+  write_text_atomic(output, "\n".join(lines) + "\n")
+  return output

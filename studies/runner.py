@@ -1,0 +1,113 @@
+"""Runs a study's grid in order, skipping what is done, with an ETA.
+
+Each run is a child process of the project's own entry scripts, logging to
+`<work_dir>/logs/<run>.log`; its wall time goes to `<work_dir>/timings.json`,
+from which the ETA of the rest is estimated (pre-training per step,
+fine-tuning per task). A failed run stops the study with its log's path;
+running the study again resumes: finished runs are skipped, and an
+interrupted pre-training resumes from its last checkpoint.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+from studies import plan as plan_lib
+from util import io_utils
+from util.errors import UserError
+from util.io_utils import write_json_atomic
+from util.progress import format_duration
+
+# Estimates before any run of a kind has finished.
+DEFAULT_SECONDS_PER_STEP = 1.0
+DEFAULT_FINETUNE_SECONDS = 300.0
+
+
+def _timings_path(study):
+  return os.path.join(plan_lib.work_dir(study), "timings.json")
+
+
+def load_timings(study):
+  path = _timings_path(study)
+  return io_utils.read_json(path) if os.path.isfile(path) else {}
+
+
+def is_done(run):
+  """Whether `run` finished: its results exist and are final (pre-training
+  evaluates along the way too; fine-tuning writes after each trial)."""
+  if not os.path.isfile(run.done_file):
+    return False
+  results = io_utils.read_json(run.done_file)
+  if run.kind == "pretrain":
+    return results.get("step", 0) >= run.steps
+  return results.get("num_trials", 0) >= run.trials
+
+
+def estimate_seconds(run, runs, timings):
+  """Expected wall time of `run` from the finished runs of its kind."""
+  measured = [r for r in runs if r.id in timings and r.kind == run.kind]
+  if run.kind == "pretrain":
+    steps = sum(r.steps for r in measured)
+    per_step = (sum(timings[r.id] for r in measured) / steps if steps else
+                DEFAULT_SECONDS_PER_STEP)
+    return per_step * run.steps
+  same_task = [r for r in measured
+               if r.id.split(" from ")[0] == run.id.split(" from ")[0]]
+  chosen = same_task or measured
+  if not chosen:
+    return DEFAULT_FINETUNE_SECONDS
+  return sum(timings[r.id] for r in chosen) / len(chosen)
+
+
+def describe(study, log=print):
+  """--dry-run: every run, whether it is done, and the time left."""
+  runs = plan_lib.plan(study)
+  timings = load_timings(study)
+  left = 0.0
+  for run in runs:
+    done = is_done(run)
+    seconds = timings.get(run.id) if done else estimate_seconds(
+        run, runs, timings)
+    left += 0 if done else seconds
+    log("%-5s %-52s %s" % ("done" if done else "todo", run.id,
+                           format_duration(seconds or 0)))
+  todo = sum(not is_done(r) for r in runs)
+  log("%d runs, %d to do, estimated %s (budget %s h)" % (
+      len(runs), todo, format_duration(left), study.get("budget_hours", "-")))
+  return runs
+
+
+def _log_name(run):
+  return re.sub(r"[^A-Za-z0-9_.-]+", "_", run.id) + ".log"
+
+
+def run_all(study, log=print):
+  """Runs every run not done yet, in order; returns the runs."""
+  runs = plan_lib.plan(study)
+  timings = load_timings(study)
+  todo = [r for r in runs if not is_done(r)]
+  logs = os.path.join(plan_lib.work_dir(study), "logs")
+  io_utils.make_dirs(logs)
+  log("study %s: %d runs, %d done, %d to run" % (
+      study["name"], len(runs), len(runs) - len(todo), len(todo)))
+  for i, run in enumerate(todo):
+    left = sum(estimate_seconds(r, runs, timings) for r in todo[i:])
+    log("[%d/%d] %s (about %s; study ETA %s)" % (
+        i + 1, len(todo), run.id,
+        format_duration(estimate_seconds(run, runs, timings)),
+        format_duration(left)))
+    log_path = os.path.join(logs, _log_name(run))
+    start = time.time()
+    with open(log_path, "a") as f:
+      proc = subprocess.run([sys.executable] + run.argv, cwd=plan_lib.REPO,
+                            stdout=f, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    if proc.returncode or not is_done(run):
+      raise UserError("%s failed (exit %d); see %s. Run study.py again to "
+                      "resume from there." % (run.id, proc.returncode,
+                                              log_path))
+    timings[run.id] = round(time.time() - start, 1)
+    write_json_atomic(_timings_path(study), timings)
+  return runs

@@ -1,0 +1,47 @@
+"""Runs a study: pre-training variants x seeds, then fine-tuning, then a report.
+
+  python study.py --config study/<name>.json [--dry-run] [--output FILE]
+
+The config (studies/plan.py documents its keys) names the data, the
+regimes, the variants at equal compute (same steps, batch and data order:
+only their hparams differ), the seeds and the downstream tasks. The study
+builds its data directory under `work_dir`, runs every run not done yet in
+order with a progress line and an ETA for the whole study, and writes
+RESULTS.md (default docs/RESULTS.md) with its figures beside it. Running it
+again resumes: finished runs are skipped. `--dry-run` lists the runs, which
+are done, and the estimated time.
+"""
+
+import argparse
+import os
+
+from util.cli import quiet_tensorflow_startup
+from util.cli import run_main
+
+quiet_tensorflow_startup()
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--config", required=True, help="study/<name>.json")
+  parser.add_argument("--dry-run", action="store_true",
+                      help="List the runs and the estimated time; run none.")
+  parser.add_argument("--output", default=os.path.join("docs", "RESULTS.md"),
+                      help="The report to write (default docs/RESULTS.md).")
+  args = parser.parse_args(argv)
+  from studies import data as data_lib  # pylint: disable=g-import-not-at-top
+  from studies import plan as plan_lib
+  from studies import report
+  from studies import runner
+  study = plan_lib.load_study(args.config)
+  if args.dry_run:
+    runner.describe(study)
+    return 0
+  data_lib.prepare(study)
+  runner.run_all(study)
+  print("report: %s" % report.write_report(study, args.output))
+  return 0
+
+
+if __name__ == "__main__":
+  run_main(main)
