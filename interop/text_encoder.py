@@ -80,8 +80,7 @@ class TextEncoder(tf.Module):
       self._tokenizer = tf_text.SentencepieceTokenizer(
           model=io_utils.read_bytes(sentencepiece_model), out_type=tf.int32)
       # Our tokenizer maps SentencePiece's unknown id to [UNK]'s.
-      sp_unk = python._sp_unk_id  # pylint: disable=protected-access
-      self._sp_unk = (sp_unk, python.unk_id)
+      self._sp_unk = (python.sentencepiece_unk_id, python.unk_id)
     else:
       tokens = sorted(python.vocab, key=python.vocab.get)
       self._table = tf.lookup.StaticHashTable(

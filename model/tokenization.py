@@ -366,6 +366,11 @@ class SentencePieceTokenizer(_Tokenizer):
     self._single_thread = single_thread
     self._fn = None
 
+  @property
+  def sentencepiece_unk_id(self):
+    """The model's own unknown id, which this tokenizer maps to [UNK]'s."""
+    return self._sp_unk_id
+
   def __getstate__(self):
     state = super().__getstate__()
     del state["_sp"]

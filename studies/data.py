@@ -6,12 +6,12 @@ writes each downstream task as `finetuning_data/<name>/` with a task.json.
 Re-running it skips what exists.
 """
 
-import csv
 import os
 import random
 import subprocess
 import sys
 
+from finetune import readers
 from studies import plan as plan_lib
 from util import io_utils
 from util.errors import UserError
@@ -35,9 +35,9 @@ def _run(argv, log_path):
 
 
 def _read_tsv(path):
-  with open(path, encoding="utf-8", newline="") as f:
-    rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-  return rows[0], rows[1:]
+  """(header, [fields]) of a TSV file, read as fine-tuning reads it."""
+  header, rows = readers.read_tsv(path, has_header=True)
+  return header, [row.fields for row in rows]
 
 
 def _write_tsv(path, header, rows):

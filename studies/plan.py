@@ -188,9 +188,9 @@ def plan(study):
     sources.append((RANDOM_INIT, "none"))
   for task in fine.get("tasks", []):
     for name, init in sources:
-      # Fine-tuning writes under the model's directory; a separate model
-      # name per pre-trained model keeps its pre-training results apart.
-      model = name if name != RANDOM_INIT else RANDOM_INIT
+      # Fine-tuning writes under the model's own directory, beside its
+      # pre-training results.
+      model = name
       hparams = finetuning_hparams(study, task, init)
       runs.append(Run(
           "finetune %s from %s" % (task["name"], name), "finetune",

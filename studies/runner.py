@@ -65,15 +65,15 @@ def describe(study, log=print):
   """--dry-run: every run, whether it is done, and the time left."""
   runs = plan_lib.plan(study)
   timings = load_timings(study)
-  left = 0.0
+  left, todo = 0.0, 0
   for run in runs:
     done = is_done(run)
     seconds = timings.get(run.id) if done else estimate_seconds(
         run, runs, timings)
-    left += 0 if done else seconds
+    if not done:
+      left, todo = left + seconds, todo + 1
     log("%-5s %-52s %s" % ("done" if done else "todo", run.id,
                            format_duration(seconds or 0)))
-  todo = sum(not is_done(r) for r in runs)
   log("%d runs, %d to do, estimated %s (budget %s h)" % (
       len(runs), todo, format_duration(left), study.get("budget_hours", "-")))
   return runs
