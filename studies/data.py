@@ -1,9 +1,10 @@
 """A study's data directory: vocabulary, TFRecords and downstream tasks.
 
 `prepare` builds what is missing under `<work_dir>/data/`, with the
-project's own tools (build_vocab.py, build_pretraining_dataset.py), and
-writes each downstream task as `finetuning_data/<name>/` with a task.json.
-Re-running it skips what exists.
+project's own tools (build_vocab.py, build_pretraining_dataset.py), writes
+each downstream task as `finetuning_data/<name>/` with a task.json, and
+builds a regime's `corpus_task` corpus (the task's training text) under
+`regimes/<regime>/`. Re-running it skips what exists.
 """
 
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 
 from finetune import readers
+from finetune import task_builder
 from studies import plan as plan_lib
 from util import io_utils
 from util.errors import UserError
@@ -21,6 +23,9 @@ from util.io_utils import write_text_atomic
 # A single-file task source is split into train/dev/test with this seed.
 SPLIT_SEED = 12345
 SPLIT_FRACTIONS = (0.8, 0.1)
+# A task's text is written as a corpus of documents of this many lines
+# (so that the builder can hold whole documents out).
+LINES_PER_DOCUMENT = 50
 
 
 def _run(argv, log_path):
@@ -45,8 +50,9 @@ def _write_tsv(path, header, rows):
                                   for r in [header] + rows))
 
 
-def _task_splits(task):
-  """{split: (header, rows)} of a task's source, subset applied to train."""
+def _task_splits(task, subset=True):
+  """{split: (header, rows)} of a task's source, subset applied to train
+  unless `subset` is False."""
   source = plan_lib.repo_path(task["source"])
   if os.path.isdir(source):
     splits = {}
@@ -63,7 +69,7 @@ def _task_splits(task):
     n_dev = int(SPLIT_FRACTIONS[1] * len(rows))
     splits = dict(train=(header, rows[:n_train]),
                   dev=(header, rows[n_train:n_train + n_dev]))
-  subset = task.get("train_subset")
+  subset = task.get("train_subset") if subset else None
   if subset:
     header, rows = splits["train"]
     rows = list(rows)
@@ -73,9 +79,13 @@ def _task_splits(task):
 
 
 def write_task(task, data_dir):
-  """`<data_dir>/finetuning_data/<name>/` with train.tsv, dev.tsv, task.json."""
+  """`<data_dir>/finetuning_data/<name>/` with train.tsv, dev.tsv and a
+  task.json, which a built-in task (e.g. `sst`, whose reader takes the
+  files as they are) does without."""
   directory = os.path.join(data_dir, "finetuning_data", task["name"])
-  if os.path.isfile(os.path.join(directory, "task.json")):
+  builtin = task["name"] in task_builder.TASKS
+  done = "dev.tsv" if builtin else "task.json"
+  if os.path.isfile(os.path.join(directory, done)):
     return directory
   for split, (header, rows) in _task_splits(task).items():
     for column in (task["text_column"], task["label_column"]):
@@ -83,11 +93,37 @@ def write_task(task, data_dir):
         raise UserError("task %r: %s has no column %r (columns: %s)." % (
             task["name"], task["source"], column, ", ".join(header)))
     _write_tsv(os.path.join(directory, split + ".tsv"), header, rows)
+  if builtin:
+    return directory
   write_json_atomic(os.path.join(directory, "task.json"), dict(
       type=task["type"], format="tsv", text_columns=[task["text_column"]],
       label_column=task["label_column"],
       description="written by study.py from %s" % task["source"]))
   return directory
+
+
+def write_task_corpus(task, directory):
+  """The text column of a task's whole training split as a corpus file
+  (blank lines every LINES_PER_DOCUMENT lines); returns its directory."""
+  path = os.path.join(directory, "%s.txt" % task["name"])
+  if not os.path.isfile(path):
+    header, rows = _task_splits(task, subset=False)["train"]
+    column = header.index(task["text_column"])
+    lines = [row[column].strip() for row in rows if row[column].strip()]
+    write_text_atomic(path, "".join(
+        line + ("\n\n" if (i + 1) % LINES_PER_DOCUMENT == 0 else "\n")
+        for i, line in enumerate(lines)))
+  return directory
+
+
+def _build_records(corpus, vocab, records, d, log_path):
+  if not os.path.isfile(os.path.join(records, "manifest.json")):
+    _run(["build_pretraining_dataset.py", "--corpus-dir", corpus,
+          "--vocab-file", vocab, "--output-dir", records,
+          "--max-seq-length", str(d.get("max_seq_length", 128)),
+          "--num-shards", str(d.get("num_shards", 4)),
+          "--heldout-fraction", str(d.get("heldout_fraction", 0.05)),
+          "--overwrite"], log_path)
 
 
 def prepare(study, log=print):
@@ -105,15 +141,20 @@ def prepare(study, log=print):
     _run(["build_vocab.py", "--corpus-dir", corpus, "--output", vocab,
           "--vocab-size", str(d.get("vocab_size", 8000))],
          os.path.join(logs, "build_vocab.log"))
-  records = os.path.join(data, "pretrain_tfrecords")
-  if not os.path.isfile(os.path.join(records, "manifest.json")):
-    log("data: building pre-training TFRecords")
-    _run(["build_pretraining_dataset.py", "--corpus-dir", corpus,
-          "--vocab-file", vocab, "--output-dir", records,
-          "--max-seq-length", str(d.get("max_seq_length", 128)),
-          "--num-shards", str(d.get("num_shards", 4)),
-          "--heldout-fraction", str(d.get("heldout_fraction", 0.05)),
-          "--overwrite"], os.path.join(logs, "build_pretraining_dataset.log"))
-  for task in study.get("finetuning", {}).get("tasks", []):
+  log("data: pre-training TFRecords of %s" % d["corpus_dir"])
+  _build_records(corpus, vocab, os.path.join(data, "pretrain_tfrecords"), d,
+                 os.path.join(logs, "build_pretraining_dataset.log"))
+  tasks = {t["name"]: t for t in study.get("finetuning", {}).get("tasks", [])}
+  for task in tasks.values():
     write_task(task, data)
+  for regime, settings in plan_lib.regimes(study).items():
+    if settings.get("corpus_task"):
+      log("data: regime %s's corpus, the training text of task %s" % (
+          regime, settings["corpus_task"]))
+      directory = plan_lib.regime_data_dir(study, regime)
+      corpus = write_task_corpus(tasks[settings["corpus_task"]],
+                                 os.path.join(directory, "corpus"))
+      _build_records(corpus, vocab,
+                     os.path.join(directory, "pretrain_tfrecords"), d,
+                     os.path.join(logs, "build_%s_dataset.log" % regime))
   return data

@@ -11,7 +11,9 @@ regimes and variants, the seeds, and the downstream tasks:
              "num_shards": 4},
     "pretraining": {
       "hparams": {...},                     # every run's
-      "regimes": {"scratch": {...}},        # per regime, over hparams
+      "regimes": {"scratch": {...},         # per regime, over hparams
+                  "continued": {"init_from": "scratch-electra-s1",
+                                "corpus_task": "sst", ...}},
       "variants": {"electra": {"sampling": "mlm"}, ...},
       "baseline": "electra",                # rows are compared with it
       "seeds": [1, 2, 3]},
@@ -20,9 +22,20 @@ regimes and variants, the seeds, and the downstream tasks:
       "tasks": [{"name": "sst", "type": "classification",
                  "source": "../shared/data/tasks/movie-snippets",
                  "text_column": "sentence", "label_column": "label",
-                 "train_subset": null}, ...]},
+                 "train_subset": null,      # or N training examples
+                 "hparams": {...}},         # this task's, over hparams
+                ...]},
     "budget_hours": 2.5
   }
+
+A regime's `init_from` names a model of an earlier regime: the study
+exports it as Hugging Face folders (export_model.py --format hf) and the
+regime's runs start from them through the interop loader (init_checkpoint).
+Its `corpus_task` names a downstream task whose training text (labels
+dropped, the whole split even when the task takes a subset) becomes the
+regime's pre-training corpus, built with the study's vocabulary under
+`<work_dir>/data/regimes/<regime>/`: continued pre-training on the target
+domain's unlabelled text. Every other regime key is a pre-training hparam.
 
 A task's `source` is a directory with `train.tsv` and `dev.tsv`, or one
 `.tsv` file that the study splits 80/10/10 with a fixed seed; the study
@@ -47,14 +60,16 @@ _DATA_KEYS = ("corpus_dir", "vocab_size", "max_seq_length",
               "heldout_fraction", "num_shards")
 _PRETRAIN_KEYS = ("hparams", "regimes", "variants", "baseline", "seeds")
 _FINETUNE_KEYS = ("hparams", "seeds", "random_init", "tasks")
+# Regime keys that are the study's own, not run_pretraining.py hparams.
+_REGIME_KEYS = ("init_from", "corpus_task")
 _TASK_KEYS = ("name", "type", "source", "text_column", "label_column",
-              "train_subset")
+              "train_subset", "hparams")
 # The model every downstream row is compared with.
 RANDOM_INIT = "random_init"
 
 Run = collections.namedtuple("Run", [
     "id",        # "pretrain scratch/electra/seed1", "finetune sst ..."
-    "kind",      # "pretrain" or "finetune"
+    "kind",      # "pretrain", "export" or "finetune"
     "argv",      # [script, flags...], run from the repository root
     "done_file",  # its results; the run is done when they are complete
     "model",     # the model name under <work_dir>/data/models/
@@ -67,7 +82,7 @@ def _check_keys(where, value, allowed, required=()):
   if not isinstance(value, dict):
     raise UserError("%s must be a JSON object, got %s." % (
         where, type(value).__name__))
-  for key in value:
+  for key in value if allowed is not None else ():
     if key not in allowed:
       raise UserError("%s: unknown key %r; valid keys: %s." % (
           where, key, ", ".join(allowed)))
@@ -108,12 +123,46 @@ def load_study(path):
     if not os.path.exists(repo_path(task["source"])):
       raise UserError("%s: source %s does not exist." % (where,
                                                           task["source"]))
+  _check_regimes(path, study)
   corpus = repo_path(study["data"]["corpus_dir"])
   if not os.path.isdir(corpus):
     raise UserError("%s: data.corpus_dir %s is not a directory." % (
         path, study["data"]["corpus_dir"]))
   study["path"] = path
   return study
+
+
+def _check_regimes(path, study):
+  pre = study["pretraining"]
+  tasks = [t["name"] for t in study.get("finetuning", {}).get("tasks", [])]
+  earlier = []
+  for regime, settings in (pre.get("regimes") or {}).items():
+    where = "%s: pretraining.regimes.%s" % (path, regime)
+    _check_keys(where, settings, None)
+    source = settings.get("init_from")
+    if source is not None and source not in earlier:
+      raise UserError("%s: init_from %r is not a model of an earlier regime "
+                      "(%s)." % (where, source, ", ".join(earlier) or "none"))
+    task = settings.get("corpus_task")
+    if task is not None and task not in tasks:
+      raise UserError("%s: corpus_task %r is not one of finetuning.tasks "
+                      "(%s)." % (where, task, ", ".join(tasks) or "none"))
+    earlier += ["%s-%s-s%d" % (regime, variant, seed)
+                for variant in pre["variants"] for seed in pre["seeds"]]
+
+
+def regimes(study):
+  return study["pretraining"].get("regimes") or {"scratch": {}}
+
+
+def export_dir(study, model):
+  """Where a model that a regime starts from is exported (HF folders)."""
+  return os.path.join(work_dir(study), "exports", model)
+
+
+def regime_data_dir(study, regime):
+  """The TFRecords (and corpus) of a regime with a `corpus_task`."""
+  return os.path.join(data_dir(study), "regimes", regime)
 
 
 def work_dir(study):
@@ -131,16 +180,24 @@ def baseline(study):
 def pretrained_models(study):
   """[(model name, regime, variant, seed)] in the order they run."""
   pre = study["pretraining"]
-  regimes = pre.get("regimes") or {"scratch": {}}
   return [("%s-%s-s%d" % (regime, variant, seed), regime, variant, seed)
           for regime, variant, seed in itertools.product(
-              regimes, pre["variants"], pre["seeds"])]
+              regimes(study), pre["variants"], pre["seeds"])]
 
 
 def pretraining_hparams(study, regime, variant, seed):
   pre = study["pretraining"]
   hparams = dict(pre.get("hparams", {}))
-  hparams.update((pre.get("regimes") or {}).get(regime, {}))
+  settings = regimes(study)[regime]
+  hparams.update((k, v) for k, v in settings.items() if k not in _REGIME_KEYS)
+  if settings.get("init_from"):
+    hparams["init_checkpoint"] = export_dir(study, settings["init_from"])
+  if settings.get("corpus_task"):
+    records = os.path.join(regime_data_dir(study, regime),
+                           "pretrain_tfrecords")
+    hparams.update(
+        pretrain_tfrecords=os.path.join(records, "pretrain_data.tfrecord*"),
+        eval_tfrecords=os.path.join(records, "heldout_data.tfrecord*"))
   hparams.update(pre["variants"][variant])
   hparams.update(seed=seed, do_eval=True)
   hparams.setdefault("max_seq_length",
@@ -161,6 +218,7 @@ def finetuning_hparams(study, task, init_checkpoint):
   pre = study["pretraining"].get("hparams", {})
   hparams = {k: pre[k] for k in _ENCODER_HPARAMS if k in pre}
   hparams.update(fine.get("hparams", {}))
+  hparams.update(task.get("hparams", {}))
   hparams.update(task_names=[task["name"]], seed=seeds[0],
                  num_trials=len(seeds), init_checkpoint=init_checkpoint)
   return hparams
@@ -173,6 +231,15 @@ def plan(study):
   models = os.path.join(data, "models")
   runs = []
   for name, regime, variant, seed in pretrained_models(study):
+    source = regimes(study)[regime].get("init_from")
+    if source and not any(r.kind == "export" and r.model == source
+                          for r in runs):
+      output = export_dir(study, source)
+      runs.append(Run(
+          "export %s" % source, "export",
+          ["export_model.py", "--data-dir", data, "--model-name", source,
+           "--format", "hf", "--output", output],
+          os.path.join(output, "discriminator", "config.json"), source, 0, 0))
     hparams = pretraining_hparams(study, regime, variant, seed)
     runs.append(Run(
         "pretrain %s/%s/seed%d" % (regime, variant, seed), "pretrain",

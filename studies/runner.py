@@ -22,7 +22,7 @@ from util.progress import format_duration
 
 # Estimates before any run of a kind has finished.
 DEFAULT_SECONDS_PER_STEP = 1.0
-DEFAULT_FINETUNE_SECONDS = 300.0
+DEFAULT_SECONDS = dict(finetune=300.0, export=30.0)
 
 
 def _timings_path(study):
@@ -39,6 +39,8 @@ def is_done(run):
   evaluates along the way too; fine-tuning writes after each trial)."""
   if not os.path.isfile(run.done_file):
     return False
+  if run.kind == "export":
+    return True
   results = io_utils.read_json(run.done_file)
   if run.kind == "pretrain":
     return results.get("step", 0) >= run.steps
@@ -57,7 +59,7 @@ def estimate_seconds(run, runs, timings):
                if r.id.split(" from ")[0] == run.id.split(" from ")[0]]
   chosen = same_task or measured
   if not chosen:
-    return DEFAULT_FINETUNE_SECONDS
+    return DEFAULT_SECONDS[run.kind]
   return sum(timings[r.id] for r in chosen) / len(chosen)
 
 

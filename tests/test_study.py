@@ -1,6 +1,7 @@
 """study.py end to end on the smoke study (study/smoke.json): 2 variants, 1
-seed, 20 steps, one fine-tuning epoch on a fixture; RESULTS.md, resume,
---dry-run and a bad config."""
+seed, 20 steps from scratch and 10 continued from the exported scratch
+ELECTRA model on a fixture task's text, one fine-tuning epoch on a fixture;
+RESULTS.md, resume, --dry-run and bad configs."""
 
 import json
 import os
@@ -36,8 +37,10 @@ def test_the_smoke_study_writes_results_with_every_run(smoke):
   config, output, tmp = smoke
   text = open(output).read()
   for row in ("| scratch / electra |", "| scratch / hp_loss_focal |",
-              "| scratch/electra |", "| random_init |",
-              "| scratch-hp_loss_focal-s1 | 1 | 20 |"):
+              "| continued / hp_loss_focal |",
+              "| scratch/electra |", "| continued/electra |", "| random_init |",
+              "| scratch-hp_loss_focal-s1 | 1 | 20 |",
+              "| continued-electra-s1 | 1 | 10 |"):
     assert row in text, row
   # One seed: no separation can be claimed.
   assert "n/a (fewer than 2 runs)" in text
@@ -46,7 +49,8 @@ def test_the_smoke_study_writes_results_with_every_run(smoke):
     assert (figures / name).stat().st_size > 1000, name
     assert "results_smoke/" + name in text
   timings = json.loads((tmp / "work" / "timings.json").read_text())
-  assert len(timings) == 5 and all(t > 0 for t in timings.values())
+  # 4 pre-trainings, 1 export, 5 fine-tunings.
+  assert len(timings) == 10 and all(t > 0 for t in timings.values())
   # The eval history has both evaluations (eval_every 10 of 20 steps).
   history = json.loads((tmp / "work" / "data" / "models" /
                         "scratch-electra-s1" / "results" /
@@ -58,10 +62,31 @@ def test_a_finished_study_resumes_with_nothing_to_run(smoke, capsys):
   config, output, _ = smoke
   capsys.readouterr()
   assert study_cli.main(["--config", config, "--output", output]) == 0
-  assert "5 runs, 5 done, 0 to run" in capsys.readouterr().out
+  assert "10 runs, 10 done, 0 to run" in capsys.readouterr().out
   assert study_cli.main(["--config", config, "--dry-run"]) == 0
   out = capsys.readouterr().out
-  assert out.count("done ") == 5 and "0 to do" in out
+  assert out.count("done ") == 10 and "0 to do" in out
+
+
+def test_the_continued_regime_starts_from_the_exported_model(smoke):
+  _, _, tmp = smoke
+  data = tmp / "work" / "data"
+  log = (tmp / "work" / "logs" /
+         "pretrain_continued_hp_loss_focal_seed1.log").read_text()
+  # D and G come from the HF export of the scratch ELECTRA model; the
+  # sampling head, which ELECTRA has not, starts fresh.
+  assert str(tmp / "work" / "exports" / "scratch-electra-s1") in log
+  assert "initialised fresh" in log and "sampling" in log
+  config = json.loads((data / "models" / "continued-electra-s1" /
+                       "config.json").read_text())
+  assert config["pretrain_tfrecords"].startswith(
+      str(data / "regimes" / "continued" / "pretrain_tfrecords"))
+  corpus = (data / "regimes" / "continued" / "corpus" /
+            "sst_fixture.txt").read_text().splitlines()
+  with open(os.path.join(REPO, "tests", "fixtures", "finetune",
+                         "finetuning_data", "sst", "train.tsv")) as f:
+    sentences = [line.split("\t")[0].strip() for line in f][1:]
+  assert [line for line in corpus if line] == sentences
 
 
 def test_separation_needs_the_gap_to_exceed_the_combined_error():
@@ -79,4 +104,17 @@ def test_bad_configs_name_the_key(tmp_path):
     config["pretraining"]["baseline"] = "bert"
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(config))
+    plan_lib.load_study(str(path))
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("init_from", "continued-electra-s1", "not a model of an earlier regime"),
+    ("corpus_task", "mnli", "not one of finetuning.tasks"),
+])
+def test_bad_regimes_name_the_key(tmp_path, key, value, message):
+  config = json.loads(open(_config(tmp_path)).read())
+  config["pretraining"]["regimes"]["continued"][key] = value
+  path = tmp_path / "bad.json"
+  path.write_text(json.dumps(config))
+  with pytest.raises(UserError, match="regimes.continued: %s" % key):
     plan_lib.load_study(str(path))
