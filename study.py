@@ -34,6 +34,7 @@ def main(argv=None):
   from studies import report
   from studies import runner
   study = plan_lib.load_study(args.config)
+  plan_lib.check_hparams(study)
   if args.dry_run:
     runner.describe(study)
     return 0

@@ -25,7 +25,8 @@ regimes and variants, the seeds, and the downstream tasks:
                  "train_subset": null,      # or N training examples
                  "hparams": {...}},         # this task's, over hparams
                 ...]},
-    "budget_hours": 2.5
+    "budget_hours": 2.5,
+    "notes": "study/cpu_default.md"         # markdown put into RESULTS.md
   }
 
 A regime's `init_from` names a model of an earlier regime: the study
@@ -55,7 +56,7 @@ from util.errors import UserError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TOP_KEYS = ("name", "work_dir", "data", "pretraining", "finetuning",
-             "budget_hours", "description")
+             "budget_hours", "description", "notes")
 _DATA_KEYS = ("corpus_dir", "vocab_size", "max_seq_length",
               "heldout_fraction", "num_shards")
 _PRETRAIN_KEYS = ("hparams", "regimes", "variants", "baseline", "seeds")
@@ -124,6 +125,8 @@ def load_study(path):
       raise UserError("%s: source %s does not exist." % (where,
                                                           task["source"]))
   _check_regimes(path, study)
+  if "notes" in study and not os.path.isfile(repo_path(study["notes"])):
+    raise UserError("%s: notes %s not found." % (path, study["notes"]))
   corpus = repo_path(study["data"]["corpus_dir"])
   if not os.path.isdir(corpus):
     raise UserError("%s: data.corpus_dir %s is not a directory." % (
@@ -222,6 +225,21 @@ def finetuning_hparams(study, task, init_checkpoint):
   hparams.update(task_names=[task["name"]], seed=seeds[0],
                  num_trials=len(seeds), init_checkpoint=init_checkpoint)
   return hparams
+
+
+def check_hparams(study):
+  """Builds every run's config before anything runs: a bad hparam in the
+  study is a UserError naming the run (not a failure an hour in)."""
+  for run in plan(study):
+    if run.kind == "export":
+      continue
+    hparams = json.loads(run.argv[run.argv.index("--hparams") + 1])
+    config_class = (configure.PretrainingConfig if run.kind == "pretrain"
+                    else configure.FinetuningConfig)
+    try:
+      config_class(run.model, data_dir(study), **hparams)
+    except UserError as e:
+      raise UserError("%s: run %r: %s" % (study["path"], run.id, e))
 
 
 def plan(study):

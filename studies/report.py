@@ -3,12 +3,14 @@
 Pre-training rows are (regime, variant), each the mean +- std (sample std)
 over its seeds of the held-out metrics; downstream rows add random
 initialisation, each over every (pre-training seed, fine-tuning seed)
-pair. A row is compared with its baseline (ELECTRA in the same regime;
-random initialisation downstream): when the difference of the means is
-smaller than their combined standard error, sqrt(s1^2/n1 + s2^2/n2), the
-report says "not separated". Every run appears in the per-run tables.
+pair. A row is compared with its baseline (ELECTRA in the same regime, and
+downstream random initialisation too): the difference of the means with
+their combined standard error, sqrt(s1^2/n1 + s2^2/n2), and "not
+separated" when the difference is the smaller. Every run appears in the
+per-run tables.
 """
 
+import datetime
 import io
 import math
 import os
@@ -16,10 +18,13 @@ import os
 import numpy as np
 
 from pretrain import eval_metrics
+from pretrain import peak
 from studies import plan as plan_lib
+from studies import runner
 from util import io_utils
 from util.io_utils import write_bytes_atomic
 from util.io_utils import write_text_atomic
+from util.progress import format_duration
 
 PRETRAIN_COLUMNS = ("disc_auc", "masked_lm_accuracy", "disc_loss",
                     "estimator_pearson", "estimator_spearman",
@@ -46,6 +51,17 @@ def separation(a, b):
     return "n/a (fewer than 2 runs)"
   se = math.sqrt(sa ** 2 / na + sb ** 2 / nb)
   return "separated" if abs(ma - mb) > se else "not separated"
+
+
+def versus(a, b):
+  """"+d ± se: verdict" of the mean of `a` minus the mean of `b`, with
+  their combined standard error."""
+  verdict = separation(a, b)
+  if verdict.startswith("n/a"):
+    return verdict
+  (ma, sa, na), (mb, sb, nb) = stats(a), stats(b)
+  return "%+.4f ± %.4f: %s" % (ma - mb, math.sqrt(sa ** 2 / na +
+                                                  sb ** 2 / nb), verdict)
 
 
 def _cell(values, scale=1.0):
@@ -106,8 +122,9 @@ def pretraining_tables(study, data):
   rows = _rows(data["pretrain"])
   base = plan_lib.baseline(study)
   lines = ["## Pre-training: held-out metrics at the end", "",
-           "mean ± sample std over seeds; the last column compares %s with "
-           "the %s row of its regime." % (PRIMARY_PRETRAIN_METRIC, base), ""]
+           "mean ± sample std over seeds; the last column is the "
+           "difference of %s from the %s row of its regime ± their combined "
+           "standard error." % (PRIMARY_PRETRAIN_METRIC, base), ""]
   lines.append("| regime / variant | " + " | ".join(PRETRAIN_COLUMNS) +
                " | vs %s |" % base)
   lines.append("|---" * (len(PRETRAIN_COLUMNS) + 2) + "|")
@@ -115,11 +132,11 @@ def pretraining_tables(study, data):
     cells = [_cell([r["final"].get(k) for r in runs])
              for k in PRETRAIN_COLUMNS]
     ref = rows.get((regime, base), [])
-    versus = "-" if variant == base else separation(
+    compared = "-" if variant == base else versus(
         [r["final"].get(PRIMARY_PRETRAIN_METRIC) for r in runs],
         [r["final"].get(PRIMARY_PRETRAIN_METRIC) for r in ref])
     lines.append("| %s / %s | %s | %s |" % (regime, variant,
-                                           " | ".join(cells), versus))
+                                           " | ".join(cells), compared))
   lines += ["", "Every pre-training run:", "",
             "| model | seed | step | " + " | ".join(PRETRAIN_COLUMNS) + " |",
             "|---" * (len(PRETRAIN_COLUMNS) + 3) + "|"]
@@ -132,28 +149,66 @@ def pretraining_tables(study, data):
   return lines
 
 
-def downstream_tables(data):
+def downstream_tables(study, data):
   down, metrics = data["downstream"], data["metrics"]
   if not down:
     return []
+  base = plan_lib.baseline(study)
   lines = ["", "## Downstream: best dev score of each fine-tuning", "",
            "mean ± sample std over every (pre-training seed, fine-tuning "
-           "seed); \"vs random init\" compares with the random-"
-           "initialisation row.", ""]
+           "seed); \"vs random init\" is the difference from the random-"
+           "initialisation row, \"vs %s\" from the %s row of the same "
+           "regime, each ± their combined standard error. The values of a "
+           "pre-trained row share their pre-trained models (each fine-tuned "
+           "with every fine-tuning seed), so this error treats them as more "
+           "independent than they are: it is a lower bound." % (base, base),
+           ""]
   for task, rows in down.items():
     lines += ["### %s (%s)" % (task, metrics.get(task, "-")), "",
-              "| initialisation | %s | vs random init |" % metrics.get(
-                  task, "score"), "|---|---|---|"]
+              "| initialisation | %s | vs random init | vs %s |" % (
+                  metrics.get(task, "score"), base), "|---|---|---|---|"]
     random_values = rows.get(plan_lib.RANDOM_INIT, [])
     for row, values in rows.items():
-      versus = "-" if row == plan_lib.RANDOM_INIT else separation(
-          values, random_values)
-      lines.append("| %s | %s | %s |" % (row, _cell(values), versus))
+      if row == plan_lib.RANDOM_INIT:
+        compared = ("-", "-")
+      else:
+        regime, variant = row.split("/", 1)
+        compared = (versus(values, random_values),
+                    "-" if variant == base else versus(
+                        values, rows.get("%s/%s" % (regime, base), [])))
+      lines.append("| %s | %s | %s | %s |" % ((row, _cell(values)) +
+                                              compared))
     lines.append("")
   lines += ["Every fine-tuning run:", "", "| task | model | seed | metric | "
             "best dev |", "|---|---|---|---|---|"]
   lines += ["| %s | %s | %d | %s | %.4f |" % r for r in data["per_run"]]
   return lines
+
+
+def provenance(study):
+  """Lines naming the command, the date, the machine and the wall time."""
+  timings = runner.load_timings(study)
+  runs = plan_lib.plan(study)
+  by_kind = {}
+  for run in runs:
+    if run.id in timings:
+      by_kind[run.kind] = by_kind.get(run.kind, 0.0) + timings[run.id]
+  try:
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+  except (ValueError, OSError, AttributeError):
+    memory = float("nan")
+  return [
+      "- command: `python study.py --config %s`" % os.path.relpath(
+          study["path"], plan_lib.REPO),
+      "- written: %s" % datetime.datetime.now(
+          datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+      "- machine: %s, %.0f GiB memory, %s" % (
+          peak.cpu_name(), memory, peak.gpu_name() or "no GPU"),
+      "- wall time of the %d runs done (of %d): %s (%s)" % (
+          sum(r.id in timings for r in runs), len(runs),
+          format_duration(sum(by_kind.values())), ", ".join(
+              "%s %s" % (kind, format_duration(t))
+              for kind, t in by_kind.items())), ""]
 
 
 def _figure():
@@ -221,11 +276,12 @@ def write_report(study, output):
                          "results_" + study["name"])
   rows = _rows(data["pretrain"])
   lines = ["# Results: study %s" % study["name"], "",
-           "Written by `python study.py --config %s`; %s" % (
-               os.path.relpath(study["path"], plan_lib.REPO),
-               study.get("description", "")), ""]
+           study.get("description", ""), ""]
+  lines += provenance(study)
+  if study.get("notes"):
+    lines += [io_utils.read_text(plan_lib.repo_path(study["notes"])), ""]
   lines += pretraining_tables(study, data)
-  lines += downstream_tables(data)
+  lines += downstream_tables(study, data)
   if rows:
     histograms = {}
     for (regime, variant), runs in rows.items():

@@ -27,7 +27,9 @@ def _config(tmp_path, **changes):
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("study")
-  config = _config(tmp)
+  notes = tmp / "notes.md"
+  notes.write_text("## What we chose\n\nThe notes of this study.\n")
+  config = _config(tmp, notes=str(notes))
   output = str(tmp / "docs" / "RESULTS.md")
   assert study_cli.main(["--config", config, "--output", output]) == 0
   return config, output, tmp
@@ -42,6 +44,11 @@ def test_the_smoke_study_writes_results_with_every_run(smoke):
               "| scratch-hp_loss_focal-s1 | 1 | 20 |",
               "| continued-electra-s1 | 1 | 10 |"):
     assert row in text, row
+  assert "## What we chose\n\nThe notes of this study." in text
+  # Where it comes from: the command, the date, the machine, the time.
+  assert "- command: `python study.py --config " in text
+  assert "- written: 20" in text and "- machine: " in text
+  assert "- wall time of the 10 runs done (of 10): " in text
   # One seed: no separation can be claimed.
   assert "n/a (fewer than 2 runs)" in text
   figures = tmp / "docs" / "results_smoke"
@@ -94,6 +101,9 @@ def test_separation_needs_the_gap_to_exceed_the_combined_error():
   assert report.separation([1.0, 1.5, 0.5], [1.2, 1.7, 0.7]) == (
       "not separated")
   assert report.separation([1.0], [2.0]).startswith("n/a")
+  assert report.versus([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]) == (
+      "-1.0000 ± 0.0816: separated")
+  assert report.versus([1.0], [2.0]).startswith("n/a")
 
 
 def test_bad_configs_name_the_key(tmp_path):
@@ -105,6 +115,17 @@ def test_bad_configs_name_the_key(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(config))
     plan_lib.load_study(str(path))
+
+
+def test_a_bad_hparam_fails_before_any_run_and_names_it(tmp_path):
+  config = json.loads(open(_config(tmp_path)).read())
+  config["finetuning"]["tasks"][0]["hparams"] = {"num_train_epochs": -1}
+  path = tmp_path / "bad.json"
+  path.write_text(json.dumps(config))
+  with pytest.raises(UserError, match="run 'finetune sst_fixture from "
+                     "scratch-electra-s1': .*num_train_epochs"):
+    plan_lib.check_hparams(plan_lib.load_study(str(path)))
+  assert not (tmp_path / "work").exists()
 
 
 @pytest.mark.parametrize("key,value,message", [
