@@ -116,8 +116,10 @@ def write_task_corpus(task, directory):
   return directory
 
 
-def _build_records(corpus, vocab, records, d, log_path):
+def _build_records(corpus, vocab, records, d, log_path, log, what):
+  """Builds TFRecords of `corpus` unless `records` holds them already."""
   if not os.path.isfile(os.path.join(records, "manifest.json")):
+    log("data: building pre-training TFRecords of %s" % what)
     _run(["build_pretraining_dataset.py", "--corpus-dir", corpus,
           "--vocab-file", vocab, "--output-dir", records,
           "--max-seq-length", str(d.get("max_seq_length", 128)),
@@ -141,20 +143,20 @@ def prepare(study, log=print):
     _run(["build_vocab.py", "--corpus-dir", corpus, "--output", vocab,
           "--vocab-size", str(d.get("vocab_size", 8000))],
          os.path.join(logs, "build_vocab.log"))
-  log("data: pre-training TFRecords of %s" % d["corpus_dir"])
   _build_records(corpus, vocab, os.path.join(data, "pretrain_tfrecords"), d,
-                 os.path.join(logs, "build_pretraining_dataset.log"))
+                 os.path.join(logs, "build_pretraining_dataset.log"), log,
+                 d["corpus_dir"])
   tasks = {t["name"]: t for t in study.get("finetuning", {}).get("tasks", [])}
   for task in tasks.values():
     write_task(task, data)
   for regime, settings in plan_lib.regimes(study).items():
     if settings.get("corpus_task"):
-      log("data: regime %s's corpus, the training text of task %s" % (
-          regime, settings["corpus_task"]))
       directory = plan_lib.regime_data_dir(study, regime)
       corpus = write_task_corpus(tasks[settings["corpus_task"]],
                                  os.path.join(directory, "corpus"))
       _build_records(corpus, vocab,
                      os.path.join(directory, "pretrain_tfrecords"), d,
-                     os.path.join(logs, "build_%s_dataset.log" % regime))
+                     os.path.join(logs, "build_%s_dataset.log" % regime), log,
+                     "regime %s: the training text of task %s" % (
+                         regime, settings["corpus_task"]))
   return data
