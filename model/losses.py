@@ -49,6 +49,17 @@ def loss_denominators(features):
           "tokens": global_sum(features["input_mask"])}
 
 
+def log_prob_at(logits, ids):
+  """log softmax(logits)[ids]: [batch, P] float32 from [batch, P, vocab].
+
+  Through the fused softmax cross-entropy kernel, which takes its gradient
+  softmax - one_hot in the forward pass: no [batch, P, vocab] scatter of a
+  gathered log-softmax in the backward pass.
+  """
+  return -tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=ids, logits=tf.cast(logits, tf.float32))
+
+
 def true_token_log_prob(mlm_logits, labels):
   """log p_G(x_t | c_t) of the true token, per position.
 
@@ -56,8 +67,7 @@ def true_token_log_prob(mlm_logits, labels):
   int32 true token ids. Returns [batch, P] float32; its negation is the
   MLM cross-entropy.
   """
-  log_probs = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
-  return tf.gather(log_probs, labels, batch_dims=2)
+  return log_prob_at(mlm_logits, labels)
 
 
 def focal_loss_from_log_prob(log_p, gamma):

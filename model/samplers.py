@@ -4,12 +4,19 @@ A sampler (config `sampling`) says how the replacement x'_t is drawn and,
 when it learns, how its sampling head trains (docs/method.md §4-§9):
 
   log_probs(log_pg, scores, original_ids)
-      the draw distribution, [batch, P, vocab] float32 log-probabilities.
-  head_terms(scores, sampled, original_ids, disc_logits_at_masked,
-             generator_log_prob)
+      the draw distribution, [batch, P, vocab] float32 log-probabilities;
+      up to a constant per position when `draws_normalised` is false.
+  sample_log_prob(terms)
+      log p(x'_t) of the draw at the drawn token, [batch, P], read from
+      `head_terms`' dict `terms` (only when `draws_normalised` is false).
+  head_terms(scores, scores_at, sampled, original_ids,
+             disc_logits_at_masked, generator_log_prob)
       per-position [batch, P] tensors of the forward pass: what the head's
       loss needs, and `est_disc_loss`, the sampler's estimate of D's loss
       at the placed token (docs/method.md §13.2). Empty unless it learns.
+      `scores` are the head's u_t [batch, P, vocab]; `scores_at(ids)` gives
+      u_t at ids [batch, P] with a gradient of one table row per position
+      (the cheap path when the loss reads u_t at one token only).
   head_loss(out, weights)
       the head's loss per position [batch, P] from the forward pass's dict
       `out`, or None. May take batch-wide (cross-replica) sums when
@@ -18,13 +25,16 @@ when it learns, how its sampling head trains (docs/method.md §4-§9):
 
 Class attributes: `name`, `learns` (has a sampling head),
 `normalises_over_batch` (its head loss self-normalises weights over the
-global batch). Everything here runs in float32; the draw distributions are
+global batch), `draws_normalised` (`log_probs` is normalised; else the
+Gumbel-max draw, which needs no normaliser, skips a log-softmax over the
+vocabulary, and `sample_log_prob` gives the drawn token's log-prob). Everything here runs in float32; the draw distributions are
 stop-gradient.
 """
 
 import tensorflow as tf
 
 from model import losses
+from model import sampling
 
 
 class Sampler(object):
@@ -33,6 +43,7 @@ class Sampler(object):
   name = None
   learns = False
   normalises_over_batch = False
+  draws_normalised = True
 
   @classmethod
   def from_config(cls, unused_config):
@@ -41,15 +52,19 @@ class Sampler(object):
   def log_probs(self, log_pg, scores, original_ids):
     raise NotImplementedError
 
-  def head_terms(self, scores, sampled, original_ids, disc_logits_at_masked,
-                 generator_log_prob):
-    del scores, sampled, original_ids, disc_logits_at_masked
+  def head_terms(self, scores, scores_at, sampled, original_ids,
+                 disc_logits_at_masked, generator_log_prob):
+    del scores, scores_at, sampled, original_ids, disc_logits_at_masked
     del generator_log_prob
     return {}
 
   def head_loss(self, out, weights):
     del out, weights
     return None
+
+  def sample_log_prob(self, terms):
+    del terms
+    raise NotImplementedError("%s draws normalised log-probs." % self.name)
 
 
 class GeneratorSampler(Sampler):
@@ -100,14 +115,12 @@ class HPLossSampler(Sampler):
   def estimated_disc_loss(self, scores, original_ids):
     """L^_D(v) for every candidate v, [batch, P, vocab] float32."""
     u = tf.stop_gradient(tf.cast(scores, tf.float32))
-    is_original = tf.one_hot(original_ids, tf.shape(u)[-1], on_value=True,
-                             off_value=False, dtype=tf.bool)
-    # softplus is the costliest op over [batch, P, vocab]: take it once
-    # there, and softplus(-u) only at x_t ([batch, P]).
+    # Passes over [batch, P, vocab] dominate: softplus(u) once there, then
+    # softplus(-u) written at x_t only ([batch, P]), with no one-hot mask.
     at_original = hp_loss_estimate(tf.gather(u, original_ids, batch_dims=2),
                                    True)
-    return tf.where(is_original, at_original[..., tf.newaxis],
-                    tf.nn.softplus(u))
+    return sampling.write_at_vocab(tf.nn.softplus(u), original_ids,
+                                   at_original)
 
   def log_probs(self, log_pg, scores, original_ids):
     estimate = self.estimated_disc_loss(scores, original_ids)
@@ -115,9 +128,10 @@ class HPLossSampler(Sampler):
         log_pg + tf.math.log(tf.maximum(estimate, self.min_estimate)),
         axis=-1)
 
-  def head_terms(self, scores, sampled, original_ids, disc_logits_at_masked,
-                 generator_log_prob):
-    at_sampled = tf.gather(scores, sampled, batch_dims=2)
+  def head_terms(self, scores, scores_at, sampled, original_ids,
+                 disc_logits_at_masked, generator_log_prob):
+    # Its loss reads u_t at x'_t only: the one-row gradient path.
+    at_sampled = scores_at(sampled)
     return dict(
         sampling_loss_per_pos=losses.hp_loss_sampling_loss(
             at_sampled, disc_logits_at_masked),
@@ -138,6 +152,7 @@ class HPDistSampler(Sampler):
   name = "hp_dist"
   learns = True
   normalises_over_batch = True
+  draws_normalised = False
 
   def __init__(self, weight_clip=10.0):
     self.weight_clip = weight_clip
@@ -147,15 +162,17 @@ class HPDistSampler(Sampler):
     return cls(config.hp_dist_weight_clip)
 
   def log_probs(self, log_pg, scores, original_ids):
-    return tf.nn.log_softmax(tf.stop_gradient(tf.cast(scores, tf.float32)),
-                             axis=-1)
+    # u_t itself: log p_S up to logsumexp(u_t), which `head_terms` takes.
+    return tf.stop_gradient(tf.cast(scores, tf.float32))
 
-  def head_terms(self, scores, sampled, original_ids, disc_logits_at_masked,
-                 generator_log_prob):
-    # log p_S(x'_t) = u_t(x'_t) - logsumexp(u_t): cheaper forward and
-    # backward than a log_softmax over the vocabulary.
-    log_ps = (tf.gather(scores, sampled, batch_dims=2) -
-              tf.reduce_logsumexp(scores, axis=-1))
+  def sample_log_prob(self, terms):
+    return tf.stop_gradient(terms["sampling_head_log_prob"])
+
+  def head_terms(self, scores, scores_at, sampled, original_ids,
+                 disc_logits_at_masked, generator_log_prob):
+    # log p_S(x'_t) through the fused cross-entropy kernel: its gradient
+    # softmax(u_t) - one_hot is taken in the forward pass.
+    log_ps = losses.log_prob_at(scores, sampled)
     # p_S / p_G is proportional to the estimated L_D (docs/method.md §13.2).
     return dict(sampling_head_log_prob=log_ps,
                 est_disc_loss=tf.stop_gradient(

@@ -15,7 +15,9 @@ _NEG = -1e9
 def generator_log_probs(mlm_logits, temperature=1.0):
   """log p_G, [batch, P, vocab] float32 (stop-gradient)."""
   logits = tf.stop_gradient(tf.cast(mlm_logits, tf.float32))
-  return tf.nn.log_softmax(logits / temperature, axis=-1)
+  if temperature != 1.0:  # a pass over [batch, P, vocab] saved at 1
+    logits = logits / temperature
+  return tf.nn.log_softmax(logits, axis=-1)
 
 
 def forbid_original(log_probs, original_ids):
@@ -81,16 +83,38 @@ def per_example_uniform(seeds, shape):
   return tf.reshape(flat, tf.concat([batch, shape], 0))
 
 
+@tf.function(jit_compile=True)
+def _gumbel_perturbed(log_probs, seeds):
+  """log_probs + Gumbel noise (Gumbel = -log(-log u)), [batch, P, vocab].
+
+  XLA-compiled even when the step is not: fused, the noise and its two logs
+  are one pass over [batch, P, vocab] instead of about twenty (the integer
+  hash gives the same bits either way). The argmax stays outside, where
+  TensorFlow's kernel is faster than XLA's on CPU.
+  """
+  uniform = per_example_uniform(seeds, tf.shape(log_probs)[1:])
+  return log_probs - tf.math.log(-tf.math.log(uniform))
+
+
 def gumbel_max_sample(log_probs, seeds):
   """Draws x' ~ softmax(log_probs) per position with the Gumbel-max trick.
 
   Args: log_probs [batch, P, vocab] float32; seeds [batch, 2].
   Returns sampled ids [batch, P] int32.
   """
-  shape = tf.shape(log_probs)[1:]
-  # log p + Gumbel noise, with Gumbel = -log(-log u).
-  neg_gumbel = tf.math.log(-tf.math.log(per_example_uniform(seeds, shape)))
-  return tf.argmax(log_probs - neg_gumbel, axis=-1, output_type=tf.int32)
+  return tf.argmax(_gumbel_perturbed(log_probs, seeds), axis=-1,
+                   output_type=tf.int32)
+
+
+def write_at_vocab(values, ids, updates):
+  """values [batch, P, vocab] with updates [batch, P] written at ids
+  [batch, P]: one entry per position, no [batch, P, vocab] mask."""
+  shape = tf.shape(ids, out_type=ids.dtype)
+  rows, cols = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]),
+                           indexing="ij")
+  indices = tf.stack([rows, cols, ids], axis=-1)
+  return tf.tensor_scatter_nd_update(values, indices,
+                                     tf.cast(updates, values.dtype))
 
 
 def gather_vocab(values, ids):

@@ -8,6 +8,31 @@ from model.initializers import truncated_normal
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
+class DenseReadEmbedding(nlp_layers.OnDeviceEmbedding):
+  """tf-models-official's `OnDeviceEmbedding`, gathering from a dense read.
+
+  `tf.gather` on the table variable itself is a ResourceGather, which puts
+  the variable in copy-on-read mode: from then on every dense read of it
+  (the tied MLM and sampling heads, the optimizer) copies the whole
+  [vocab, width] table. Gathering from one dense read of the table gives
+  the same rows and the same gradient without those copies.
+
+  Args and inputs/outputs as `OnDeviceEmbedding`'s: ids [batch, seq_len]
+  int32 -> [batch, seq_len, embedding_width] in the compute dtype.
+  """
+
+  def call(self, inputs):
+    if self._use_one_hot or self._scale_factor:
+      return super(DenseReadEmbedding, self).call(inputs)
+    rows = tf.gather(tf.convert_to_tensor(self.embeddings),
+                     tf.reshape(inputs, [-1]))
+    out = tf.reshape(rows, tf.concat([tf.shape(inputs),
+                                      [self._embedding_width]], axis=0))
+    out.set_shape(inputs.shape.as_list() + [self._embedding_width])
+    return out
+
+
+@tf_keras.utils.register_keras_serializable(package="electra_hp")
 class ElectraEmbeddings(tf_keras.layers.Layer):
   """Token, position and segment embeddings, summed, normalised, dropped out.
 
@@ -37,7 +62,7 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
                         type_vocab_size=type_vocab_size,
                         dropout_rate=dropout_rate,
                         initializer_range=initializer_range)
-    self.word_embeddings = nlp_layers.OnDeviceEmbedding(
+    self.word_embeddings = DenseReadEmbedding(
         vocab_size, embedding_size,
         initializer=truncated_normal(initializer_range), name="word_embeddings")
     self.position_embeddings = nlp_layers.PositionEmbedding(

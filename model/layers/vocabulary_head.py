@@ -56,14 +56,33 @@ class VocabularyHead(tf_keras.layers.Layer):
           autocast=False)
 
   def call(self, hidden, embedding_table=None):
-    h = self.layer_norm(self.dense(hidden))
+    return self.project(self.transform(hidden), embedding_table)
+
+  def transform(self, hidden):
+    """dense -> LayerNorm: h [batch, P, embedding_size] float32."""
+    return tf.cast(self.layer_norm(self.dense(hidden)), tf.float32)
+
+  def project(self, h, embedding_table=None):
+    """Logits over the vocabulary h E^T + b, [batch, P, vocab] float32."""
+    table = self._table(embedding_table)
+    return tf.einsum("bpe,ve->bpv", h, table) + self.output_bias
+
+  def project_at(self, h, ids, embedding_table=None):
+    """The logits of `project` at ids [batch, P] only: [batch, P] float32.
+
+    Equal to gathering `project`'s output, but its gradient is one table
+    row per position, not a [batch, P, vocab] one through two matmuls.
+    """
+    rows = tf.gather(self._table(embedding_table), ids)
+    return (tf.reduce_sum(h * rows, axis=-1) +
+            tf.gather(tf.convert_to_tensor(self.output_bias), ids))
+
+  def _table(self, embedding_table):
     if self.output_embeddings is not None:
       embedding_table = self.output_embeddings
     elif embedding_table is None:
       raise ValueError("A tied VocabularyHead needs the embedding_table.")
-    table = tf.cast(embedding_table, tf.float32)
-    logits = tf.einsum("bpe,ve->bpv", tf.cast(h, tf.float32), table)
-    return logits + self.output_bias
+    return tf.cast(embedding_table, tf.float32)
 
   def get_config(self):
     config = super(VocabularyHead, self).get_config()

@@ -89,8 +89,11 @@ class HardnessPredictionGenerator(MaskedLMGenerator):
   and tying.
 
   Output: dict with `mlm_logits` and `sampling_scores` u_t, both
-  [batch, P, vocab] float32. How u_t is read (sigmoid for HP-Loss, softmax
-  for HP-Dist) is the sampler's business (model/samplers.py).
+  [batch, P, vocab] float32, and `sampling_features`, the sampling head's
+  transformed hidden states [batch, P, embedding_size] float32, from which
+  `sampling_scores_at` reads u_t at chosen ids. How u_t is read (sigmoid
+  for HP-Loss, softmax for HP-Dist) is the sampler's business
+  (model/samplers.py).
   """
 
   def __init__(self, encoder, embedding_size, vocab_size, hidden_act="gelu",
@@ -103,5 +106,18 @@ class HardnessPredictionGenerator(MaskedLMGenerator):
   def call(self, inputs, training=None):
     hidden = self.masked_hidden(inputs, training=training)
     table = self.encoder.embeddings.embedding_table
-    return dict(mlm_logits=self.mlm_head(hidden, table),
-                sampling_scores=self.sampling_head(hidden, table))
+    mlm_logits = self.mlm_head(hidden, table)  # built first: initial values
+    features = self.sampling_head.transform(hidden)
+    with tf.name_scope(self.sampling_head.name):
+      scores = self.sampling_head.project(features, table)
+    return dict(mlm_logits=mlm_logits, sampling_scores=scores,
+                sampling_features=features)
+
+  def sampling_scores_at(self, outputs, ids):
+    """u_t at ids [batch, P] from `call`'s `outputs`: [batch, P] float32,
+    equal to gathering `sampling_scores` there, with a gradient of one
+    table row per position."""
+    with tf.name_scope(self.sampling_head.name):
+      return self.sampling_head.project_at(
+          outputs["sampling_features"], ids,
+          self.encoder.embeddings.embedding_table)

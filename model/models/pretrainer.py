@@ -16,6 +16,7 @@ Losses are replica shares of global means (model/losses.py), so under a
 The networks and the sampler are built by `model/builders.py`.
 """
 
+import functools
 import types
 
 import tensorflow as tf
@@ -145,8 +146,8 @@ class ElectraPretrainer(tf_keras.Model):
       return out
 
     # Fake data: x'_t drawn at the masked positions and scattered into x.
-    log_p_draw = self._draw_distribution(log_pg, gen_out, labels, step,
-                                         sampler)
+    log_p_draw, normalised = self._draw_distribution(log_pg, gen_out,
+                                                     labels, step, sampler)
     sampled = sampling.gumbel_max_sample(log_p_draw, features["sample_seed"])
     generator_log_prob = sampling.gather_vocab(log_pg, sampled)
     fake_ids = sampling.scatter_replacements(features["input_ids"], positions,
@@ -156,7 +157,6 @@ class ElectraPretrainer(tf_keras.Model):
     out.update(self._discriminator_outputs(features, fake_ids, training))
     out.update(
         sampled_tokens=sampled,
-        sample_log_prob=sampling.gather_vocab(log_p_draw, sampled),
         generator_log_prob=generator_log_prob,
         est_disc_loss=tf.zeros_like(weights),
         actual_disc_loss=tf.gather(out["disc_loss_per_token"], positions,
@@ -165,10 +165,17 @@ class ElectraPretrainer(tf_keras.Model):
             positions, weights, tf.shape(features["input_mask"])))
 
     # The sampling head's terms; D enters them only through stop-gradient.
+    scores_at = None
+    if "sampling_scores" in gen_out:
+      scores_at = functools.partial(self.generator.sampling_scores_at,
+                                    gen_out)
     out.update(self.sampler.head_terms(
-        gen_out.get("sampling_scores"), sampled, labels,
+        gen_out.get("sampling_scores"), scores_at, sampled, labels,
         tf.gather(out["disc_logits"], positions, batch_dims=1),
         generator_log_prob))
+    out["sample_log_prob"] = (
+        sampling.gather_vocab(log_p_draw, sampled) if normalised else
+        self.sampler.sample_log_prob(out))
     return out
 
   def _generator_outputs(self, mlm_logits, log_pg, labels):
@@ -182,17 +189,24 @@ class ElectraPretrainer(tf_keras.Model):
                 gen_max_prob=tf.exp(tf.reduce_max(log_pg, axis=-1)))
 
   def _draw_distribution(self, log_pg, gen_out, labels, step, sampler):
-    """log-probs [batch, P, vocab] of the draw: `sampler` when given, p_G
-    during the sampling warm-up, else the model's sampler."""
-    log_p = self._sampler_log_probs(sampler or self.sampler, log_pg, gen_out,
-                                    labels)
-    if (sampler is None and self._hp.sampling_warmup_steps and
-        not isinstance(self.sampler, samplers.GeneratorSampler)):
+    """(log_p, normalised): the draw's log-probs [batch, P, vocab] from
+    `sampler` when given, p_G during the sampling warm-up, else the model's
+    sampler; `normalised` false when they are the model's sampler's
+    unnormalised ones (`draws_normalised`), whose drawn token's log-prob
+    `head_terms` gives."""
+    warmup = (sampler is None and self._hp.sampling_warmup_steps and
+              not isinstance(self.sampler, samplers.GeneratorSampler))
+    sampler = sampler or self.sampler
+    log_p = self._sampler_log_probs(sampler, log_pg, gen_out, labels)
+    normalised = sampler.draws_normalised or self._hp.disallow_correct
+    if not normalised and (warmup or sampler is not self.sampler):
+      log_p, normalised = tf.nn.log_softmax(log_p, axis=-1), True
+    if warmup:
       log_p_warm = self._sampler_log_probs(samplers.GeneratorSampler(),
                                            log_pg, gen_out, labels)
       in_warmup = tf.cast(step, tf.int64) < self._hp.sampling_warmup_steps
       log_p = tf.where(in_warmup, log_p_warm, log_p)
-    return log_p
+    return log_p, normalised
 
   def _sampler_log_probs(self, sampler, log_pg, gen_out, original_ids):
     log_p = sampler.log_probs(log_pg, gen_out.get("sampling_scores"),

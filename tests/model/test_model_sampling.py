@@ -67,7 +67,10 @@ def test_other_samplers_and_their_gradients():
     hp_loss = samplers.HPLossSampler().log_probs(log_pg, scores, original)
   np.testing.assert_allclose(
       log_pg.numpy(), _np_log_softmax(logits.numpy() / 2.0), atol=1e-5)
-  np.testing.assert_allclose(hp_dist.numpy(),
+  # HP-Dist draws from u itself (log p_S up to a constant per position).
+  assert not samplers.HPDistSampler.draws_normalised
+  np.testing.assert_allclose(hp_dist.numpy(), scores.numpy())
+  np.testing.assert_allclose(tf.nn.log_softmax(hp_dist).numpy(),
                              _np_log_softmax(scores.numpy()), atol=1e-5)
   np.testing.assert_allclose(
       samplers.UniformSampler().log_probs(log_pg, None, None).numpy(),
@@ -300,6 +303,29 @@ def test_model_hp_loss_draw_uses_p_g_times_estimate():
                                          -1)[..., 0]
   np.testing.assert_allclose(out["est_disc_loss"].numpy(), expected_estimate,
                              rtol=1e-5)
+
+
+@pytest.mark.parametrize("extra", [{}, dict(sampling_warmup_steps=1),
+                                   dict(disallow_correct=True)],
+                         ids=["own", "warmup", "disallow_correct"])
+def test_hp_dist_sample_log_prob_is_log_p_s_at_the_draw(extra):
+  # HP-Dist draws from u unnormalised and reads log p_S(x') from its head
+  # terms; with a warm-up or disallow_correct the draw is normalised first.
+  features = fx.make_features(4, 16, 3, 30, seed=5)
+  config = fx.tiny_config(vocab_size=30, sampling="hp_dist", **extra)
+  model = _model(config, features)
+  out = model(features, training=False, step=5)
+  scores = model.generator(features, training=False)["sampling_scores"]
+  scores = scores.numpy().astype(np.float64)
+  if extra.get("disallow_correct"):
+    labels = features["masked_lm_ids"].numpy()
+    for b, p in np.ndindex(labels.shape):
+      scores[b, p, labels[b, p]] = -1e9
+  sampled = out["sampled_tokens"].numpy()
+  expected = np.take_along_axis(_np_log_softmax(scores), sampled[..., None],
+                                -1)[..., 0]
+  np.testing.assert_allclose(out["sample_log_prob"].numpy(), expected,
+                             rtol=1e-5, atol=1e-5)
 
 
 def test_disallow_correct_in_the_model():
