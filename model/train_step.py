@@ -152,9 +152,11 @@ def pretraining_train_step(model, optimizer, config, step, outputs_fn):
 
   The loss denominators are taken first, on the whole replica batch. Under
   `model.needs_cross_replica_sums` (self-normalised importance weights)
-  only `model.forward` is compiled and `model.objective` all-reduces
-  outside it; otherwise the whole forward/backward pass is one compiled
-  function.
+  with more than one replica, only `model.forward` is compiled and
+  `model.objective` all-reduces outside it; otherwise (one replica: its
+  sums are local) the whole forward/backward pass is one compiled function,
+  which XLA runs much faster than a compiled forward whose backward is a
+  second program fed every saved activation.
 
   Args:
     model: the pre-training model (variables built).
@@ -182,7 +184,7 @@ def pretraining_train_step(model, optimizer, config, step, outputs_fn):
     return dict(features, **{
         losses.DENOMINATORS_KEY: losses.loss_denominators(features)})
 
-  split = model.needs_cross_replica_sums
+  split = model.needs_cross_replica_sums and _num_replicas() > 1
   return ReplicaTrainStep(
       objective if split else (
           lambda features: objective(features, forward(features))),
@@ -190,3 +192,11 @@ def pretraining_train_step(model, optimizer, config, step, outputs_fn):
       jit_compile=config.jit_compile, prepare_fn=prepare,
       forward_fn=forward if split else None,
       accumulation_steps=config.gradient_accumulation_steps)
+
+
+def _num_replicas():
+  """Replicas in sync, from the replica context or the current strategy."""
+  context = tf.distribute.get_replica_context()
+  if context is not None:
+    return context.num_replicas_in_sync
+  return tf.distribute.get_strategy().num_replicas_in_sync
