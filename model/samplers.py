@@ -27,8 +27,8 @@ Class attributes: `name`, `learns` (has a sampling head),
 `normalises_over_batch` (its head loss self-normalises weights over the
 global batch), `draws_normalised` (`log_probs` is normalised; else the
 Gumbel-max draw, which needs no normaliser, skips a log-softmax over the
-vocabulary, and `sample_log_prob` gives the drawn token's log-prob). Everything here runs in float32; the draw distributions are
-stop-gradient.
+vocabulary, and `sample_log_prob` gives the drawn token's log-prob).
+Everything here runs in float32; the draw distributions are stop-gradient.
 """
 
 import tensorflow as tf

@@ -109,12 +109,16 @@ def gumbel_max_sample(log_probs, seeds):
 def write_at_vocab(values, ids, updates):
   """values [batch, P, vocab] with updates [batch, P] written at ids
   [batch, P]: one entry per position, no [batch, P, vocab] mask."""
-  shape = tf.shape(ids, out_type=ids.dtype)
-  rows, cols = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]),
-                           indexing="ij")
-  indices = tf.stack([rows, cols, ids], axis=-1)
+  shape = tf.shape(ids)
+  cols = tf.tile(tf.range(shape[1])[tf.newaxis, :], [shape[0], 1])
+  indices = tf.stack([_row_ids(ids), cols, tf.cast(ids, tf.int32)], axis=-1)
   return tf.tensor_scatter_nd_update(values, indices,
                                      tf.cast(updates, values.dtype))
+
+
+def _row_ids(x):
+  """[batch, P] int32: the batch index of every entry of x [batch, P]."""
+  return tf.tile(tf.range(tf.shape(x)[0])[:, tf.newaxis], [1, tf.shape(x)[1]])
 
 
 def gather_vocab(values, ids):
@@ -131,9 +135,7 @@ def scatter_at_positions(base, positions, values, weights):
   """
   current = tf.gather(base, positions, batch_dims=1)
   updates = tf.where(weights > 0, tf.cast(values, base.dtype), current)
-  rows = tf.tile(tf.range(tf.shape(positions)[0])[:, tf.newaxis],
-                 [1, tf.shape(positions)[1]])
-  indices = tf.stack([rows, positions], axis=-1)
+  indices = tf.stack([_row_ids(positions), positions], axis=-1)
   return tf.tensor_scatter_nd_update(base, indices, updates)
 
 
