@@ -12,6 +12,7 @@ from bench import compare_peer
 from bench import harness
 from bench import input_pipeline
 from bench import peer as peer_lib
+from bench import profile_step
 from tests import pretrain_fixtures
 from tests import paths
 
@@ -129,6 +130,51 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path):
     if r["dtype"] == "mixed_bfloat16":  # the max-batch search ran
       assert r["max_batch_stop"] in ("limit", "time cap", "oom")
   assert "MFU published" in proc.stdout and "skipped" not in proc.stdout
+
+
+def test_exclusive_times_subtract_nested_events():
+  # a [0, 10) holds b [2, 5) and c [5, 9); c holds d [6, 7); e [10, 12) after.
+  events = [("a", 0, 10), ("b", 2, 3), ("c", 5, 4), ("d", 6, 1),
+            ("e", 10, 2)]
+  assert dict(profile_step.exclusive_times(events)) == {
+      "a": 3, "b": 3, "c": 3, "d": 1, "e": 2}
+
+
+def test_op_names_are_grouped_by_part_and_type():
+  assert profile_step.model_part(
+      "gradient_tape/discriminator/encoder/layer_0/einsum/Einsum_1:Einsum") == (
+          "D backward")
+  assert profile_step.model_part("generator/mlm/Softmax:Softmax") == (
+      "G forward")
+  assert profile_step.model_part(
+      "AdamWeightDecay/AdamWeightDecay/update_3/ResourceApplyAdam:"
+      "ResourceApplyAdam") == "optimizer"
+  assert profile_step.model_part("fusion.3") == "XLA-compiled (no name scope)"
+  assert profile_step.op_type("a/b/Einsum_1:Einsum") == "Einsum"
+  assert profile_step.op_type("iota_reduce_fusion.12.clone") == (
+      "xla iota_reduce_fusion")
+
+
+def test_profile_step_breaks_a_tiny_step_down(tmp_path, capsys):
+  out = tmp_path / "profile.json"
+  assert profile_step.main([
+      "--size", "tiny", "--mode", "hp_loss", "--batch-size", "2",
+      "--seq-len", "32", "--vocab-size", "64", "--steps", "2",
+      "--hparams", json.dumps(_TINY_HPARAMS), "--logdir", str(tmp_path / "t"),
+      "--json", str(out)]) == 0
+  with open(out) as f:
+    result = json.load(f)
+  parts = dict(result["by_part"])
+  # Every part of the step shows up, and the groupings add up to the total.
+  for part in ("D forward", "D backward", "G forward", "G backward",
+               "optimizer"):
+    assert parts.get(part, 0) > 0, parts
+  for key in ("by_part", "by_type", "by_op"):
+    assert sum(ms for _, ms in result[key]) == pytest.approx(
+        result["total_ms"], rel=1e-6)
+  assert dict(result["by_type"]).get("Einsum", 0) > 0
+  assert result["untraced_s_per_step"] > 0
+  assert "by part of the step" in capsys.readouterr().out
 
 
 class _RunnerThatFits(object):

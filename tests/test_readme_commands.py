@@ -53,13 +53,21 @@ SMALL_FLAGS = {
         "--steps", "1", "--warmup-steps", "1",
         "--hparams", json.dumps(dict(max_predictions_per_seq=4))],
     "bench/input_pipeline.py": ["--batches", "2", "--warmup-batches", "1"],
+    # A study takes an hour or more: its README commands are checked as dry
+    # runs (the smoke study runs for real in tests/test_study.py).
+    "study.py": ["--dry-run"],
+    "bench/profile_step.py": [
+        "--size", "tiny", "--batch-size", "2", "--seq-len", "32",
+        "--vocab-size", "64", "--steps", "1", "--top", "3",
+        "--hparams", json.dumps(dict(max_predictions_per_seq=4))],
 }
 # The order in which the commands' outputs feed each other.
 ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "run_pretraining.py", "compare_pretraining_runs.py",
          "export_model.py",
          "run_finetuning.py", "bench/build_dataset.py", "bench/train_step.py",
-         "bench/compare_peer.py", "bench/input_pipeline.py", "study.py")
+         "bench/compare_peer.py", "bench/input_pipeline.py",
+         "bench/profile_step.py", "study.py")
 
 
 def readme_commands():
