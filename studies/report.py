@@ -30,6 +30,8 @@ PRETRAIN_COLUMNS = ("disc_auc", "masked_lm_accuracy", "disc_loss",
                     "estimator_pearson", "estimator_spearman",
                     "disc_accuracy_pG_all", "disc_accuracy_pS_all",
                     "disc_accuracy_pG_masked", "disc_accuracy_pS_masked")
+# study.py's --output default, relative to the repository.
+DEFAULT_OUTPUT = os.path.join("docs", "RESULTS.md")
 # The pre-training metric rows are compared on.
 PRIMARY_PRETRAIN_METRIC = "disc_auc"
 
@@ -185,8 +187,9 @@ def downstream_tables(study, data):
   return lines
 
 
-def provenance(study):
-  """Lines naming the command, the date, the machine and the wall time."""
+def provenance(study, output=DEFAULT_OUTPUT):
+  """Lines naming the command (with `--output` unless it is the default),
+  the date, the machine and the wall time."""
   timings = runner.load_timings(study)
   runs = plan_lib.plan(study)
   by_kind = {}
@@ -197,9 +200,13 @@ def provenance(study):
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
   except (ValueError, OSError, AttributeError):
     memory = float("nan")
+  command = "python study.py --config %s" % os.path.relpath(
+      study["path"], plan_lib.REPO)
+  output = os.path.relpath(os.path.abspath(output), plan_lib.REPO)
+  if output != DEFAULT_OUTPUT:
+    command += " --output %s" % output
   return [
-      "- command: `python study.py --config %s`" % os.path.relpath(
-          study["path"], plan_lib.REPO),
+      "- command: `%s`" % command,
       "- written: %s" % datetime.datetime.now(
           datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
       "- machine: %s, %.0f GiB memory, %s" % (
@@ -277,7 +284,7 @@ def write_report(study, output):
   rows = _rows(data["pretrain"])
   lines = ["# Results: study %s" % study["name"], "",
            study.get("description", ""), ""]
-  lines += provenance(study)
+  lines += provenance(study, output)
   if study.get("notes"):
     lines += [io_utils.read_text(plan_lib.repo_path(study["notes"])), ""]
   lines += pretraining_tables(study, data)

@@ -35,6 +35,17 @@ def smoke(tmp_path_factory):
   return config, output, tmp
 
 
+def test_the_command_names_output_only_when_it_is_not_the_default(smoke):
+  config = smoke[0]
+  study = plan_lib.load_study(config)
+  default = os.path.join(REPO, "docs", "RESULTS.md")
+  assert report.provenance(study, default)[0] == (
+      "- command: `python study.py --config %s`" % os.path.relpath(
+          config, REPO))
+  assert report.provenance(study, "/tmp/R.md")[0].endswith(
+      " --output %s`" % os.path.relpath("/tmp/R.md", REPO))
+
+
 def test_the_smoke_study_writes_results_with_every_run(smoke):
   config, output, tmp = smoke
   text = open(output).read()
@@ -47,6 +58,7 @@ def test_the_smoke_study_writes_results_with_every_run(smoke):
   assert "## What we chose\n\nThe notes of this study." in text
   # Where it comes from: the command, the date, the machine, the time.
   assert "- command: `python study.py --config " in text
+  assert " --output %s`" % os.path.relpath(output, REPO) in text
   assert "- written: 20" in text and "- machine: " in text
   assert "- wall time of the 10 runs done (of 10): " in text
   # One seed: no separation can be claimed.
