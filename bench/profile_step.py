@@ -89,18 +89,13 @@ def exclusive_times(events):
       that starts inside another and ends by its end is its child.
   """
   out, stack = [], []  # stack: [name, end_ps, exclusive_ps]
-
-  def close(entry):
-    out.append((entry[0], entry[2]))
-
   for name, start, duration in sorted(events, key=lambda e: (e[1], -e[2])):
     while stack and start >= stack[-1][1]:
-      close(stack.pop())
+      out.append(tuple(stack.pop()[::2]))
     if stack:
       stack[-1][2] -= duration
     stack.append([name, start + duration, duration])
-  while stack:
-    close(stack.pop())
+  out.extend(tuple(entry[::2]) for entry in reversed(stack))
   return out
 
 
