@@ -13,7 +13,6 @@ are done, and the estimated time.
 """
 
 import argparse
-import os
 
 from util.cli import quiet_tensorflow_startup
 from util.cli import run_main
@@ -26,7 +25,7 @@ def main(argv=None):
   parser.add_argument("--config", required=True, help="study/<name>.json")
   parser.add_argument("--dry-run", action="store_true",
                       help="List the runs and the estimated time; run none.")
-  parser.add_argument("--output", default=os.path.join("docs", "RESULTS.md"),
+  parser.add_argument("--output",
                       help="The report to write (default docs/RESULTS.md).")
   args = parser.parse_args(argv)
   from studies import data as data_lib  # pylint: disable=g-import-not-at-top
@@ -40,7 +39,8 @@ def main(argv=None):
     return 0
   data_lib.prepare(study)
   runner.run_all(study)
-  print("report: %s" % report.write_report(study, args.output))
+  print("report: %s" % report.write_report(
+      study, args.output or report.DEFAULT_OUTPUT))
   return 0
 
 

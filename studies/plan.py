@@ -53,6 +53,7 @@ import os
 import configure
 from util import io_utils
 from util.errors import UserError
+from util.hparams import unknown_key_error
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TOP_KEYS = ("name", "work_dir", "data", "pretraining", "finetuning",
@@ -85,8 +86,8 @@ def _check_keys(where, value, allowed, required=()):
         where, type(value).__name__))
   for key in value if allowed is not None else ():
     if key not in allowed:
-      raise UserError("%s: unknown key %r; valid keys: %s." % (
-          where, key, ", ".join(allowed)))
+      raise UserError("%s: %s" % (where, unknown_key_error(key, allowed,
+                                                            what="key")))
   for key in required:
     if key not in value:
       raise UserError("%s: key %r is required." % (where, key))

@@ -121,6 +121,13 @@ def test_separation_needs_the_gap_to_exceed_the_combined_error():
 def test_bad_configs_name_the_key(tmp_path):
   with pytest.raises(UserError, match="unknown key 'seed'"):
     plan_lib.load_study(_config(tmp_path, seed=3))
+  with pytest.raises(UserError, match="data: unknown key 'corpus_dri'. "
+                     "Did you mean 'corpus_dir'"):
+    config = json.loads(open(_config(tmp_path)).read())
+    config["data"]["corpus_dri"] = config["data"]["corpus_dir"]
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(config))
+    plan_lib.load_study(str(path))
   with pytest.raises(UserError, match="baseline 'bert' is not one of"):
     config = json.loads(open(_config(tmp_path)).read())
     config["pretraining"]["baseline"] = "bert"
