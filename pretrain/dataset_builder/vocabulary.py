@@ -7,7 +7,7 @@ it, so the vocabulary fits the tokenizer; build_vocab.py is the command line.
 import sys
 
 from model.tokenization import SPECIAL_TOKENS
-from model.tokenization import BertNormalizer
+from model.bert_text import BertNormalizer
 from util import corpus as corpus_lib
 from util.errors import UserError
 from util.io_utils import write_text_atomic
