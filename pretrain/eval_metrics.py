@@ -37,10 +37,12 @@ Choices, differing from the TF1 code where noted:
 """
 
 import io
-import math
 
 import numpy as np
 
+from pretrain.rank_stats import exact_auc
+from pretrain.rank_stats import pearson
+from pretrain.rank_stats import spearman
 from util import io_utils
 from util.io_utils import write_bytes_atomic, write_json_atomic, write_text_atomic
 
@@ -71,48 +73,6 @@ _MEAN_METRICS = (
     "sampled_masked_lm_accuracy", "disc_accuracy", "disc_accuracy_masked",
     "disc_loss", "disc_accuracy_pG_all", "disc_accuracy_pG_masked",
     "disc_accuracy_pS_all", "disc_accuracy_pS_masked")
-
-
-def average_ranks(x):
-  """1-based ranks of `x` [n]; tied values share the mean of their ranks. [n] float64."""
-  x = np.asarray(x).ravel()
-  _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-  last_rank = np.cumsum(counts).astype(np.float64)
-  return (last_rank - (counts - 1) / 2.0)[inverse.ravel()]
-
-
-def exact_auc(scores, labels):
-  """ROC AUC of `scores` [n] for binary `labels` [n], ties counted as 1/2.
-
-  AUC = (sum of positives' ranks - n_pos (n_pos + 1) / 2) / (n_pos n_neg), which
-  equals P(score_pos > score_neg) + P(tie) / 2 over all pairs. None if one class
-  is empty.
-  """
-  labels = np.asarray(labels).ravel() > 0
-  n_pos = int(labels.sum())
-  n_neg = labels.size - n_pos
-  if n_pos == 0 or n_neg == 0:
-    return None
-  rank_sum = average_ranks(scores)[labels].sum()
-  return float((rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
-
-
-def pearson(x, y):
-  """Pearson correlation of `x`, `y` [n]; None if n < 2 or either is constant."""
-  x = np.asarray(x, np.float64).ravel()
-  y = np.asarray(y, np.float64).ravel()
-  if x.size < 2 or x.min() == x.max() or y.min() == y.max():
-    return None
-  dx, dy = x - x.mean(), y - y.mean()
-  r = np.dot(dx, dy) / math.sqrt(np.dot(dx, dx) * np.dot(dy, dy))
-  return float(np.clip(r, -1.0, 1.0))
-
-
-def spearman(x, y):
-  """Spearman correlation (Pearson of average ranks) of `x`, `y` [n], or None."""
-  if np.asarray(x).size < 2:
-    return None
-  return pearson(average_ranks(x), average_ranks(y))
 
 
 def _ratio(num, den, name, notes):
