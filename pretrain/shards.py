@@ -1,0 +1,149 @@
+"""Pre-training TFRecord shards: finding them and checking what they hold.
+
+Each check raises a UserError naming the shard (or the glob and the hparam
+it came from) and the fix: no shard matches, a shard is empty, corrupt or
+truncated, holds records that are not pre-training examples, or was built
+for another max_seq_length. `check_shards` reads one record per shard
+before a run starts; `find_bad_shard` reads them all, to name the culprit
+of an error met while training.
+"""
+
+import re
+
+from absl import logging
+from google.protobuf.message import DecodeError
+import tensorflow as tf
+
+from util.errors import UserError
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+# What TF's example parser says when a record has the wrong features.
+_PARSE_ERROR = re.compile(r"ParseExample|ParseSingleExample|serialized Example")
+
+
+def feature_spec(max_seq_length):
+  """The parse spec of a pre-training example: each feature int64
+  [max_seq_length]."""
+  return {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+          for name in FEATURE_NAMES}
+
+
+def is_parse_error(error):
+  """Whether a tf.errors.OpError is the example parser's (a bad record)."""
+  return _PARSE_ERROR.search(error.message) is not None
+
+
+def find_shards(file_pattern, hparam="pretrain_tfrecords"):
+  """Sorted list of the files matching `file_pattern`; an error if none.
+
+  `hparam` is the config key the pattern came from, named in the error.
+  """
+  try:
+    files = sorted(tf.io.gfile.glob(file_pattern))
+  except tf.errors.OpError as e:
+    raise UserError("cannot list TFRecord shards %r (hparam %r): %s" % (
+        file_pattern, hparam, _short_message(e)))
+  if not files:
+    raise UserError("no TFRecord shards match %r (hparam %r); %s" % (
+        file_pattern, hparam, _NO_SHARDS_FIX[hparam]))
+  return files
+
+
+_NO_SHARDS_FIX = {
+    "pretrain_tfrecords": "build them with build_pretraining_dataset.py, or "
+                          "point hparam 'pretrain_tfrecords' at them.",
+    "eval_tfrecords": "build held-out shards with build_pretraining_dataset.py "
+                      "--heldout-fraction 0.05, point hparam 'eval_tfrecords' "
+                      "at existing shards (e.g. the training ones), or set "
+                      "hparam 'do_eval' to false.",
+}
+
+
+def check_shards(files, max_seq_length, hparam="pretrain_tfrecords"):
+  """Reads the first record of each shard and checks its features.
+
+  Cheap (one record per file); a shard corrupted or truncated further in is
+  found during iteration by `InputFn.data_errors`.
+
+  Args:
+    files: shard paths, sorted.
+    max_seq_length: the length every feature must have.
+
+  Returns:
+    (files, file_ids): the non-empty shards and their indices in `files`
+    (empty shards are skipped with a warning; they hold no data).
+  """
+  kept, ids = [], []
+  for index, path in enumerate(files):
+    try:
+      first = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
+    except tf.errors.OpError as e:
+      raise UserError("shard %s is corrupt, truncated or not a TFRecord file "
+                      "(%s); rebuild it with build_pretraining_dataset.py." %
+                      (path, _short_message(e)))
+    if not first:
+      logging.warning("shard %s holds no examples; skipped.", path)
+      continue
+    _check_example(path, first[0], max_seq_length)
+    kept.append(path)
+    ids.append(index)
+  if not kept:
+    raise UserError("all %d shards (%s ...) of hparam %r are empty; %s" % (
+        len(files), files[0], hparam, _NO_SHARDS_FIX[hparam]))
+  return kept, ids
+
+
+def _check_example(path, serialized, max_seq_length):
+  try:
+    features = tf.train.Example.FromString(serialized).features.feature
+  except DecodeError:
+    raise UserError("shard %s does not hold tf.train.Example records; it is "
+                    "not a pre-training shard." % path)
+  for name in FEATURE_NAMES:
+    if name not in features:
+      raise UserError("shard %s has no feature %r (it has %s); it is not a "
+                      "pre-training shard." % (path, name,
+                                               ", ".join(sorted(features))))
+    feature = features[name]
+    if feature.WhichOneof("kind") != "int64_list":
+      raise UserError("shard %s: feature %r is not an int64 list." %
+                      (path, name))
+    length = len(feature.int64_list.value)
+    if length != max_seq_length:
+      raise UserError(
+          "shard %s: feature %r has %d values per example but "
+          "max_seq_length is %d; set hparam 'max_seq_length' to %d or "
+          "rebuild the shards with --max-seq-length %d." %
+          (path, name, length, max_seq_length, length, max_seq_length))
+
+
+def _short_message(error):
+  """TF's error message without the function-node and op decorations."""
+  message = re.sub(r"\{\{[^}]*\}\}\s*", "", error.message)
+  message = re.sub(r"\s*\[Op:[^\]]*\].*$", "", message, flags=re.S)
+  return message.strip()
+
+
+def find_bad_shard(files, max_seq_length):
+  """Reads every record of every shard; a UserError naming the first bad one.
+
+  Returns None when all shards read and parse.
+  """
+  spec = feature_spec(max_seq_length)
+  for path in files:
+    records = tf.data.TFRecordDataset(path).map(
+        lambda record: tf.io.parse_single_example(record, spec),
+        num_parallel_calls=tf.data.AUTOTUNE)
+    try:
+      records.reduce(0, lambda count, _: count + 1)
+    except tf.errors.DataLossError as e:
+      return UserError("shard %s is corrupt or truncated (%s); rebuild it "
+                       "with build_pretraining_dataset.py." %
+                       (path, _short_message(e)))
+    except tf.errors.InvalidArgumentError as e:
+      return UserError("shard %s has a record that is not a pre-training "
+                       "example with features %s of length max_seq_length "
+                       "%d (%s)." % (path, ", ".join(FEATURE_NAMES),
+                                     max_seq_length, _short_message(e)))
+  return None
