@@ -248,35 +248,6 @@ def implied_vocab_size(hparams, vocab_file):
   return {}
 
 
-def saved_hparams(saved, fields):
-  """The user-settable hparams of a saved config.json dict, to rebuild it.
-
-  Paths and derived sizes are left out (recomputed); older files listing
-  the embedding sizes among the overrides too are read (their top-level
-  values are the effective ones).
-  """
-  skip = ("model_dir", "max_predictions_per_seq")
-  hparams = {k: v for k, v in saved.items()
-             if k in fields and k not in skip and v is not None}
-  hparams["model_hparam_overrides"] = {
-      k: v for k, v in hparams.get("model_hparam_overrides", {}).items()
-      if k not in EMBEDDING_KEYS}
-  return hparams
-
-
-def saved_network_hparams(saved, role="discriminator"):
-  """`network_hparams(role)` of a saved config.json dict.
-
-  Reads config.json files of every version: older ones also kept
-  `vocab_size` and `embedding_size` inside model_hparams; the top-level
-  values win.
-  """
-  key = "generator_hparams" if role == "generator" else "model_hparams"
-  hparams = dict(saved.get(key, {}))
-  hparams.update({k: saved[k] for k in EMBEDDING_KEYS if k in saved})
-  return hparams
-
-
 class _Config(HParams):
   """The model and path fields shared by pre-training and fine-tuning."""
 

@@ -33,6 +33,7 @@ from util.cli import run_main
 quiet_tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
+from model import saved_config
 from util import hparams as hparams_lib
 from util import io_utils
 from util.errors import UserError
@@ -44,7 +45,7 @@ def _saved_hparams(model_dir):
   if not io_utils.is_file(path):
     raise UserError("%s not found: pre-train this model first (or give "
                     "--checkpoint)." % path)
-  return configure.saved_hparams(io_utils.read_json(path),
+  return saved_config.saved_hparams(io_utils.read_json(path),
                                  configure.PRETRAIN_FIELDS)
 
 

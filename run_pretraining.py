@@ -63,6 +63,7 @@ def main(argv=None):
   config = build_config(args.data_dir, args.model_name, args.hparams)
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from model import saved_config
   from pretrain import pretrain_data
   from pretrain import trainer as trainer_lib
   from util import distribution
@@ -73,7 +74,7 @@ def main(argv=None):
   # Everything a run reads or writes is checked before the model is built.
   pretrain_data.check_inputs(config)
   check_writable(config.model_dir)
-  trainer_lib.check_saved_config(config)
+  saved_config.check_saved_config(config)
 
   def log(message):
     print(message, flush=True)

@@ -16,6 +16,7 @@ from finetune import preprocessing
 from finetune import task_builder
 from finetune.model import FinetuningModel
 from finetune.trainer import BEST_DIR
+from model import saved_config
 from model.builders import build_discriminator_encoder
 from util import io_utils
 from util.errors import UserError
@@ -34,7 +35,7 @@ def finetuned_config(model_dir, data_dir, task_name):
                     "(run_finetuning.py with \"task_names\": [%r])." % (
                         path, task_name, task_name))
   saved = io_utils.read_json(path)
-  hparams = configure.saved_hparams(saved, configure.FINETUNE_FIELDS)
+  hparams = saved_config.saved_hparams(saved, configure.FINETUNE_FIELDS)
   hparams.update(task_names=[task_name], do_train=False, model_dir=model_dir,
                  init_checkpoint="none")
   try:

@@ -22,6 +22,7 @@ from finetune import task_builder
 from finetune.trainer import Trainer
 from interop import loader as interop_loader
 from model import checkpoints
+from model import saved_config
 from util import distribution
 from util import io_utils
 from util import process_setup
@@ -53,7 +54,7 @@ def _check_pretrained_config(config, prefix):
     pretrained = io_utils.read_json(path)
   except ValueError as e:
     raise UserError("%s is not valid JSON: %s" % (path, e))
-  model = configure.saved_network_hparams(pretrained)
+  model = saved_config.saved_network_hparams(pretrained)
   ours = config.network_hparams()
   overrides = {key: model[key] for key in _ARCHITECTURE_KEYS
                if key in model and model[key] != ours[key]}

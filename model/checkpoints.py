@@ -82,3 +82,20 @@ def restore_discriminator(encoder, path):
 def pretrained_checkpoint_dir(model_dir):
   """Where pre-training keeps its checkpoints."""
   return os.path.join(model_dir, "checkpoints")
+
+
+def dropout_rng_checkpoint(model):
+  """A `tf.train.Checkpoint` of the state of every dropout layer's RNG.
+
+  tf_keras keeps the `tf.random.Generator` of a random layer out of the
+  layer's checkpoint (it is exported to SavedModel only), so without this a
+  resumed run would draw other dropout masks than an uninterrupted one.
+  Layers are numbered in `model.submodules` order, which is fixed by the code.
+  """
+  generators = {}
+  for layer in model.submodules:
+    generator = getattr(getattr(layer, "_random_generator", None),
+                        "_generator", None)
+    if isinstance(generator, tf.random.Generator):
+      generators["layer_%d" % len(generators)] = generator
+  return tf.train.Checkpoint(**generators)

@@ -14,7 +14,6 @@ directory; the other workers save their (identical) checkpoints to a
 temporary directory, as every worker must take part in saving.
 """
 
-import json
 import os
 import shutil
 import tempfile
@@ -24,7 +23,6 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-import configure
 from interop import loader as interop_loader
 from model import checkpoints as checkpoints_lib
 from model import optimization
@@ -37,41 +35,9 @@ from pretrain import pretrain_data
 from pretrain import step_statistics
 from util import distribution
 from util import process_setup
-from util import io_utils
 from util import progress
 from util.errors import TrainingDivergedError
 from util.errors import UserError
-
-# Config fields that decide the shapes of the checkpointed variables.
-# Besides the networks' sizes (`network_hparams`).
-SHAPE_KEYS = ("sampling", "relative_position", "relative_num_buckets", "untied_generator",
-              "untied_generator_embeddings", "untied_mlm_output",
-              "electra_objective")
-
-
-def check_saved_config(config):
-  """Refuses to resume a model directory written with other model shapes."""
-  path = os.path.join(config.model_dir, "config.json")
-  ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
-  if not (io_utils.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
-    return
-  saved = io_utils.read_json(path)
-  current = config.to_dict()
-  differing = [k for k in SHAPE_KEYS
-               if k in saved and json.dumps(saved[k], sort_keys=True) !=
-               json.dumps(current[k], sort_keys=True)]
-  for role, prefix in (("discriminator", ""), ("generator", "generator ")):
-    ours = config.network_hparams(role)
-    theirs = configure.saved_network_hparams(saved, role)
-    differing += ["%s%s (%r saved, %r now)" % (prefix, k, theirs[k], ours[k])
-                  for k in sorted(ours) if k in theirs and theirs[k] != ours[k]]
-  if differing:
-    raise UserError(
-        "the checkpoints in %s were written by a model of another shape "
-        "(differs in: %s; see %s). Use another --model-name, or the "
-        "hyperparameters of that run." % (ckpt_dir, ", ".join(differing),
-                                          path))
-
 
 class PretrainingTrainer(object):
   """Builds the strategy, model, optimizer and checkpoint of a config.
@@ -91,7 +57,7 @@ class PretrainingTrainer(object):
     self.config = config
     self.log = log
     # Dropout must draw from tf.random.Generator state (checkpointed: see
-    # `dropout_rng_checkpoint`); the entry script set that up.
+    # `checkpoints_lib.dropout_rng_checkpoint`); the entry script set that up.
     process_setup.check_set_up(config.mixed_precision,
                                checkpointed_dropout=True)
     self.strategy = strategy or distribution.get_strategy(config)
@@ -133,9 +99,9 @@ class PretrainingTrainer(object):
     self._warm_started = False
 
   def _checkpoint(self, iterator=None):
+    dropout_rng = checkpoints_lib.dropout_rng_checkpoint(self.model)
     items = dict(model=self.model, optimizer=self.optimizer,
-                 step=self.global_step,
-                 dropout_rng=dropout_rng_checkpoint(self.model),
+                 step=self.global_step, dropout_rng=dropout_rng,
                  examples_seen=self.examples_seen,
                  data_stream=self.data_stream)
     if iterator is not None:
@@ -406,23 +372,6 @@ class PretrainingTrainer(object):
                                                   self.strategy)
     return evaluation.evaluate(self.config, self.model, self.strategy, step,
                                log=self.log, eval_step=self._eval_step)
-
-
-def dropout_rng_checkpoint(model):
-  """A `tf.train.Checkpoint` of the state of every dropout layer's RNG.
-
-  tf_keras keeps the `tf.random.Generator` of a random layer out of the
-  layer's checkpoint (it is exported to SavedModel only), so without this a
-  resumed run would draw other dropout masks than an uninterrupted one.
-  Layers are numbered in `model.submodules` order, which is fixed by the code.
-  """
-  generators = {}
-  for layer in model.submodules:
-    generator = getattr(getattr(layer, "_random_generator", None),
-                        "_generator", None)
-    if isinstance(generator, tf.random.Generator):
-      generators["layer_%d" % len(generators)] = generator
-  return tf.train.Checkpoint(**generators)
 
 
 def _next_multiple(step, every):

@@ -137,14 +137,3 @@ def test_embedding_sizes_live_at_the_top_level_only():
     with pytest.raises(ConfigError, match="%r is a top-level hparam: set "
                        "\"%s\": 64 beside" % (key, key)):
       PretrainingConfig("m", "/d", model_hparam_overrides={key: 64})
-
-
-def test_saved_network_hparams_reads_old_and_new_config_files():
-  c = PretrainingConfig("m", "/d", vocab_size=100, embedding_size=32)
-  new = json.loads(json.dumps(c.to_dict()))
-  old = json.loads(json.dumps(new))  # Older files: sizes inside too.
-  old["model_hparams"].update(vocab_size=100, embedding_size=32)
-  for saved in (new, old):
-    for role in ("discriminator", "generator"):
-      assert configure.saved_network_hparams(saved, role) == (
-          c.network_hparams(role))

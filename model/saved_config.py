@@ -1,0 +1,77 @@
+"""A model directory's config.json: reading it back, and checking a resume.
+
+Every run writes its whole config to `<model_dir>/config.json`. Export and
+fine-tuning rebuild a model from it (`saved_hparams`,
+`saved_network_hparams`); pre-training refuses to resume checkpoints written
+by a model of another shape (`check_saved_config`).
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from configure import EMBEDDING_KEYS
+from model import checkpoints as checkpoints_lib
+from util import io_utils
+from util.errors import UserError
+
+
+def saved_hparams(saved, fields):
+  """The user-settable hparams of a saved config.json dict, to rebuild it.
+
+  Paths and derived sizes are left out (recomputed); older files listing
+  the embedding sizes among the overrides too are read (their top-level
+  values are the effective ones).
+  """
+  skip = ("model_dir", "max_predictions_per_seq")
+  hparams = {k: v for k, v in saved.items()
+             if k in fields and k not in skip and v is not None}
+  hparams["model_hparam_overrides"] = {
+      k: v for k, v in hparams.get("model_hparam_overrides", {}).items()
+      if k not in EMBEDDING_KEYS}
+  return hparams
+
+
+def saved_network_hparams(saved, role="discriminator"):
+  """`network_hparams(role)` of a saved config.json dict.
+
+  Reads config.json files of every version: older ones also kept
+  `vocab_size` and `embedding_size` inside model_hparams; the top-level
+  values win.
+  """
+  key = "generator_hparams" if role == "generator" else "model_hparams"
+  hparams = dict(saved.get(key, {}))
+  hparams.update({k: saved[k] for k in EMBEDDING_KEYS if k in saved})
+  return hparams
+
+
+# Config fields that decide the shapes of the checkpointed variables.
+# Besides the networks' sizes (`network_hparams`).
+SHAPE_KEYS = ("sampling", "relative_position", "relative_num_buckets", "untied_generator",
+              "untied_generator_embeddings", "untied_mlm_output",
+              "electra_objective")
+
+
+def check_saved_config(config):
+  """Refuses to resume a model directory written with other model shapes."""
+  path = os.path.join(config.model_dir, "config.json")
+  ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
+  if not (io_utils.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
+    return
+  saved = io_utils.read_json(path)
+  current = config.to_dict()
+  differing = [k for k in SHAPE_KEYS
+               if k in saved and json.dumps(saved[k], sort_keys=True) !=
+               json.dumps(current[k], sort_keys=True)]
+  for role, prefix in (("discriminator", ""), ("generator", "generator ")):
+    ours = config.network_hparams(role)
+    theirs = saved_network_hparams(saved, role)
+    differing += ["%s%s (%r saved, %r now)" % (prefix, k, theirs[k], ours[k])
+                  for k in sorted(ours) if k in theirs and theirs[k] != ours[k]]
+  if differing:
+    raise UserError(
+        "the checkpoints in %s were written by a model of another shape "
+        "(differs in: %s; see %s). Use another --model-name, or the "
+        "hyperparameters of that run." % (ckpt_dir, ", ".join(differing),
+                                          path))

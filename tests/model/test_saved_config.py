@@ -1,0 +1,68 @@
+"""A model directory's config.json read back (model/saved_config.py)."""
+
+import json
+
+import pytest
+import tensorflow as tf
+
+import configure
+from configure import FinetuningConfig, PretrainingConfig
+from model import checkpoints
+from model import saved_config
+from util.errors import UserError
+
+
+def test_saved_network_hparams_reads_old_and_new_config_files():
+  c = PretrainingConfig("m", "/d", vocab_size=100, embedding_size=32)
+  new = json.loads(json.dumps(c.to_dict()))
+  old = json.loads(json.dumps(new))  # Older files: sizes inside too.
+  old["model_hparams"].update(vocab_size=100, embedding_size=32)
+  for saved in (new, old):
+    for role in ("discriminator", "generator"):
+      assert saved_config.saved_network_hparams(saved, role) == (
+          c.network_hparams(role))
+
+
+def test_saved_hparams_rebuild_the_same_config():
+  c = FinetuningConfig("m", "/d", vocab_size=100, embedding_size=32,
+                       model_hparam_overrides={"hidden_size": 64},
+                       task_names=["sst"], learning_rate=1e-3)
+  saved = json.loads(json.dumps(c.to_dict()))
+  hparams = saved_config.saved_hparams(saved, configure.FINETUNE_FIELDS)
+  assert "model_dir" not in hparams
+  again = FinetuningConfig("m", "/d", **hparams)
+  assert again.to_dict() == c.to_dict()
+
+
+def _resumable(model_dir, **hparams):
+  config = PretrainingConfig("m", "/d", vocab_size=100,
+                             model_dir=str(model_dir), **hparams)
+  config.save()
+  tf.train.Checkpoint(v=tf.Variable(1.0)).save(
+      str(checkpoints.pretrained_checkpoint_dir(str(model_dir)) + "/ckpt"))
+  return config
+
+
+def test_resume_with_the_same_shapes_passes(tmp_path):
+  config = _resumable(tmp_path, model_hparam_overrides={"hidden_size": 64})
+  saved_config.check_saved_config(config)
+  # Hparams that change no variable's shape may differ.
+  saved_config.check_saved_config(PretrainingConfig(
+      "m", "/d", vocab_size=100, model_dir=str(tmp_path), learning_rate=1.0,
+      model_hparam_overrides={"hidden_size": 64}))
+
+
+def test_resume_with_other_shapes_names_what_differs(tmp_path):
+  _resumable(tmp_path, model_hparam_overrides={"hidden_size": 64})
+  other = PretrainingConfig("m", "/d", vocab_size=100, model_dir=str(tmp_path),
+                            model_hparam_overrides={"hidden_size": 128},
+                            sampling="hp_loss")
+  with pytest.raises(UserError, match=r"another shape \(differs in: "
+                     r"sampling, hidden_size \(64 saved, 128 now\)"):
+    saved_config.check_saved_config(other)
+
+
+def test_a_directory_without_checkpoints_is_not_checked(tmp_path):
+  PretrainingConfig("m", "/d", vocab_size=100, model_dir=str(tmp_path)).save()
+  saved_config.check_saved_config(PretrainingConfig(
+      "m", "/d", vocab_size=200, model_dir=str(tmp_path)))
