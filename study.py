@@ -8,8 +8,9 @@ only their hparams differ), the seeds and the downstream tasks. The study
 builds its data directory under `work_dir`, runs every run not done yet in
 order with a progress line and an ETA for the whole study, and writes
 RESULTS.md (default docs/RESULTS.md) with its figures beside it. Running it
-again resumes: finished runs are skipped. `--dry-run` lists the runs, which
-are done, and the estimated time.
+again resumes: finished runs are skipped. Started more than once on one
+machine, its workers share the grid (studies/runner.py). `--dry-run` lists
+the runs, which are done, and the estimated time.
 """
 
 import argparse
@@ -38,7 +39,13 @@ def main(argv=None):
     runner.describe(study)
     return 0
   data_lib.prepare(study)
-  runner.run_all(study)
+  runs = runner.run_all(study)
+  busy = [r.id for r in runs if not runner.is_done(r)]
+  if busy:
+    print("%d run(s) still with other workers (%s%s); the last worker to "
+          "finish writes the report." % (len(busy), ", ".join(busy[:3]),
+                                         ", ..." if len(busy) > 3 else ""))
+    return 0
   print("report: %s" % report.write_report(
       study, args.output or report.DEFAULT_OUTPUT))
   return 0

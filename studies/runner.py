@@ -6,8 +6,15 @@ from which the ETA of the rest is estimated (pre-training per step,
 fine-tuning per task). A failed run stops the study with its log's path;
 running the study again resumes: finished runs are skipped, and an
 interrupted pre-training resumes from its last checkpoint.
+
+Several workers (`study.py` started more than once on the same config, on
+one machine) share the grid: a worker claims a run before starting it
+(`<work_dir>/claims/<run>.claim`, created exclusively, holding its pid),
+skips runs that are done or claimed by a live worker, and takes over the
+claim of a worker that died.
 """
 
+import fcntl
 import os
 import re
 import subprocess
@@ -81,8 +88,60 @@ def describe(study, log=print):
   return runs
 
 
+def _file_name(run):
+  return re.sub(r"[^A-Za-z0-9_.-]+", "_", run.id)
+
+
 def _log_name(run):
-  return re.sub(r"[^A-Za-z0-9_.-]+", "_", run.id) + ".log"
+  return _file_name(run) + ".log"
+
+
+def _holder_alive(path):
+  """Whether the worker whose pid is in claim file `path` still runs."""
+  try:
+    pid = int(io_utils.read_text(path).strip() or 0)
+  except (OSError, ValueError):
+    return True  # Being written by its worker this very moment.
+  if not pid:
+    return True
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+def claim(study, run):
+  """The path of our new claim on `run`, or None when a live worker holds it."""
+  claims = os.path.join(plan_lib.work_dir(study), "claims")
+  io_utils.make_dirs(claims)
+  path = os.path.join(claims, _file_name(run) + ".claim")
+  for _ in range(2):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+      if _holder_alive(path):
+        return None
+      os.remove(path)  # Its worker died; the run is ours to redo.
+      continue
+    with os.fdopen(fd, "w") as f:
+      f.write(str(os.getpid()))
+    return path
+  return None
+
+
+def _record_timing(study, run, seconds):
+  """Adds one run's wall time to timings.json, under a lock: other workers
+  write theirs to the same file."""
+  path = _timings_path(study)
+  with open(path + ".lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    timings = load_timings(study)
+    timings[run.id] = round(seconds, 1)
+    write_json_atomic(path, timings)
+  return timings
 
 
 def run_all(study, log=print):
@@ -95,21 +154,35 @@ def run_all(study, log=print):
   log("study %s: %d runs, %d done, %d to run" % (
       study["name"], len(runs), len(runs) - len(todo), len(todo)))
   for i, run in enumerate(todo):
-    left = sum(estimate_seconds(r, runs, timings) for r in todo[i:])
-    log("[%d/%d] %s (about %s; study ETA %s)" % (
-        i + 1, len(todo), run.id,
-        format_duration(estimate_seconds(run, runs, timings)),
-        format_duration(left)))
-    log_path = os.path.join(logs, _log_name(run))
-    start = time.time()
-    with open(log_path, "a") as f:
-      proc = subprocess.run([sys.executable] + run.argv, cwd=plan_lib.REPO,
-                            stdout=f, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    if proc.returncode or not is_done(run):
-      raise UserError("%s failed (exit %d); see %s. Run study.py again to "
-                      "resume from there." % (run.id, proc.returncode,
-                                              log_path))
-    timings[run.id] = round(time.time() - start, 1)
-    write_json_atomic(_timings_path(study), timings)
+    if is_done(run):
+      continue  # Another worker finished it.
+    held = claim(study, run)
+    if held is None:
+      log("[%d/%d] %s: another worker runs it" % (i + 1, len(todo), run.id))
+      continue
+    try:
+      if not is_done(run):
+        timings = _run_one(study, run, runs, todo[i:], timings, logs,
+                           "[%d/%d]" % (i + 1, len(todo)), log)
+    finally:
+      os.remove(held)
   return runs
+
+
+def _run_one(study, run, runs, rest, timings, logs, counter, log):
+  left = sum(estimate_seconds(r, runs, timings) for r in rest
+             if not is_done(r))
+  log("%s %s (about %s; study ETA %s)" % (
+      counter, run.id, format_duration(estimate_seconds(run, runs, timings)),
+      format_duration(left)))
+  log_path = os.path.join(logs, _log_name(run))
+  start = time.time()
+  with open(log_path, "a") as f:
+    proc = subprocess.run([sys.executable] + run.argv, cwd=plan_lib.REPO,
+                          stdout=f, stderr=subprocess.STDOUT,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  if proc.returncode or not is_done(run):
+    raise UserError("%s failed (exit %d); see %s. Run study.py again to "
+                    "resume from there." % (run.id, proc.returncode,
+                                            log_path))
+  return _record_timing(study, run, time.time() - start)

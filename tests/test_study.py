@@ -5,12 +5,15 @@ RESULTS.md, resume, --dry-run and bad configs."""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 import study as study_cli
 from studies import plan as plan_lib
 from studies import report
+from studies import runner
 from tests.paths import REPO
 from util.errors import UserError
 
@@ -158,3 +161,37 @@ def test_bad_regimes_name_the_key(tmp_path, key, value, message):
   path.write_text(json.dumps(config))
   with pytest.raises(UserError, match="regimes.continued: %s" % key):
     plan_lib.load_study(str(path))
+
+
+def test_workers_claim_runs_and_take_over_a_dead_workers_claim(tmp_path):
+  study = plan_lib.load_study(_config(tmp_path))
+  first, second = plan_lib.plan(study)[:2]
+  held = runner.claim(study, first)
+  assert held and open(held).read() == str(os.getpid())
+  assert runner.claim(study, first) is None  # We are alive: it stays ours.
+  assert runner.claim(study, second) not in (None, held)
+  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                        capture_output=True, text=True, check=True)
+  with open(held, "w") as f:
+    f.write(dead.stdout.strip())  # A worker that has exited.
+  assert runner.claim(study, first) == held
+  assert open(held).read() == str(os.getpid())
+
+
+def test_a_worker_skips_runs_another_worker_holds(tmp_path):
+  study = plan_lib.load_study(_config(tmp_path))
+  runs = plan_lib.plan(study)
+  other = subprocess.Popen([sys.executable, "-c", "import time; "
+                            "time.sleep(60)"])
+  try:
+    for run in runs:  # Another live worker holds every run.
+      with open(runner.claim(study, run), "w") as f:
+        f.write(str(other.pid))
+    lines = []
+    runner.run_all(study, log=lines.append)
+    assert sum("another worker runs it" in line for line in lines) == len(
+        runs), lines
+    assert not any(runner.is_done(r) for r in runs)
+  finally:
+    other.kill()
+    other.wait()
