@@ -109,7 +109,7 @@ def _holder_alive(path):
   except ProcessLookupError:
     return False
   except PermissionError:
-    return True
+    pass  # Alive, under another user.
   return True
 
 
