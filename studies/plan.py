@@ -77,6 +77,7 @@ Run = collections.namedtuple("Run", [
     "model",     # the model name under <work_dir>/data/models/
     "steps",     # pre-training steps (0 for fine-tuning)
     "trials",    # fine-tuning trials (0 for pre-training)
+    "needs",     # ids of the runs whose output this run reads
 ])
 
 
@@ -249,6 +250,7 @@ def plan(study):
   data = data_dir(study)
   models = os.path.join(data, "models")
   runs = []
+  pretrain_ids = {}  # model name -> the id of the run that pre-trains it
   for name, regime, variant, seed in pretrained_models(study):
     source = regimes(study)[regime].get("init_from")
     if source and not any(r.kind == "export" and r.model == source
@@ -258,15 +260,18 @@ def plan(study):
           "export %s" % source, "export",
           ["export_model.py", "--data-dir", data, "--model-name", source,
            "--format", "hf", "--output", output],
-          os.path.join(output, "discriminator", "config.json"), source, 0, 0))
+          os.path.join(output, "discriminator", "config.json"), source, 0, 0,
+          (pretrain_ids[source],)))
     hparams = pretraining_hparams(study, regime, variant, seed)
+    pretrain_ids[name] = "pretrain %s/%s/seed%d" % (regime, variant, seed)
     runs.append(Run(
-        "pretrain %s/%s/seed%d" % (regime, variant, seed), "pretrain",
+        pretrain_ids[name], "pretrain",
         ["run_pretraining.py", "--data-dir", data, "--model-name", name,
          "--hparams", json.dumps(hparams, sort_keys=True)],
         os.path.join(models, name, "results", "pretrain_eval.json"), name,
         hparams.get("num_train_steps",
-                    configure.PRETRAIN_FIELDS["num_train_steps"].default), 0))
+                    configure.PRETRAIN_FIELDS["num_train_steps"].default), 0,
+        ("export %s" % source,) if source else ()))
   fine = study.get("finetuning", {})
   sources = [(name, os.path.join(models, name, "checkpoints"))
              for name, _, _, _ in pretrained_models(study)]
@@ -284,5 +289,6 @@ def plan(study):
            "--hparams", json.dumps(hparams, sort_keys=True)],
           os.path.join(models, model, "results",
                        "%s_results.json" % task["name"]), model, 0,
-          hparams["num_trials"]))
+          hparams["num_trials"],
+          (pretrain_ids[name],) if name in pretrain_ids else ()))
   return runs

@@ -11,7 +11,10 @@ Several workers (`study.py` started more than once on the same config, on
 one machine) share the grid: a worker claims a run before starting it
 (`<work_dir>/claims/<run>.claim`, created exclusively, holding its pid),
 skips runs that are done or claimed by a live worker, and takes over the
-claim of a worker that died.
+claim of a worker that died. A run starts only once the runs it reads
+from (`Run.needs`: the pre-training a fine-tuning starts from, the export a
+continued pre-training loads) are done, so a worker never reads a model
+that another worker is still making.
 """
 
 import fcntl
@@ -30,6 +33,8 @@ from util.progress import format_duration
 # Estimates before any run of a kind has finished.
 DEFAULT_SECONDS_PER_STEP = 1.0
 DEFAULT_SECONDS = dict(finetune=300.0, export=30.0)
+# How often a worker looks again at the runs it waits for.
+POLL_SECONDS = 10.0
 
 
 def _timings_path(study):
@@ -144,29 +149,59 @@ def _record_timing(study, run, seconds):
   return timings
 
 
-def run_all(study, log=print):
-  """Runs every run not done yet, in order; returns the runs."""
+def run_all(study, log=print, poll_seconds=POLL_SECONDS):
+  """Runs every run not done yet, in order; returns the runs.
+
+  A run whose inputs (`Run.needs`) another worker is still making waits for
+  them; the runs after it go on meanwhile. A worker returns when every run
+  is done or held by another live worker.
+  """
   runs = plan_lib.plan(study)
+  by_id = {r.id: r for r in runs}
   timings = load_timings(study)
   todo = [r for r in runs if not is_done(r)]
   logs = os.path.join(plan_lib.work_dir(study), "logs")
   io_utils.make_dirs(logs)
   log("study %s: %d runs, %d done, %d to run" % (
       study["name"], len(runs), len(runs) - len(todo), len(todo)))
-  for i, run in enumerate(todo):
-    if is_done(run):
-      continue  # Another worker finished it.
-    held = claim(study, run)
-    if held is None:
-      log("[%d/%d] %s: another worker runs it" % (i + 1, len(todo), run.id))
+  told = set()  # What we said already: the same line once, not each pass.
+  while True:
+    waiting, ran = [], False
+    for i, run in enumerate(todo):
+      if is_done(run):
+        continue  # Done by us or by another worker.
+      held = claim(study, run)
+      if held is None:
+        _say_once(told, log, "[%d/%d] %s: another worker runs it" % (
+            i + 1, len(todo), run.id))
+        continue
+      missing = [n for n in run.needs if not is_done(by_id[n])]
+      if missing:
+        os.remove(held)
+        waiting.append((run, missing))
+        continue
+      try:
+        if not is_done(run):
+          timings = _run_one(study, run, runs, todo[i:], timings, logs,
+                             "[%d/%d]" % (i + 1, len(todo)), log)
+      finally:
+        os.remove(held)
+      ran = True
+      break  # From the top again: a run that was waiting may be ready now.
+    if ran:
       continue
-    try:
-      if not is_done(run):
-        timings = _run_one(study, run, runs, todo[i:], timings, logs,
-                           "[%d/%d]" % (i + 1, len(todo)), log)
-    finally:
-      os.remove(held)
-  return runs
+    if not waiting:
+      return runs
+    run, missing = waiting[0]
+    _say_once(told, log, "%s waits for %s (another worker runs it)" % (
+        run.id, ", ".join(missing)))
+    time.sleep(poll_seconds)
+
+
+def _say_once(told, log, line):
+  if line not in told:
+    told.add(line)
+    log(line)
 
 
 def _run_one(study, run, runs, rest, timings, logs, counter, log):

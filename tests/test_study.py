@@ -195,3 +195,59 @@ def test_a_worker_skips_runs_another_worker_holds(tmp_path):
   finally:
     other.kill()
     other.wait()
+
+
+def test_a_run_waits_for_the_model_another_worker_is_still_making(
+    tmp_path, monkeypatch):
+  study = plan_lib.load_study(_config(tmp_path))
+  runs = plan_lib.plan(study)
+  first = runs[0]  # Scratch ELECTRA: the export and every later regime need it.
+  done, order = set(), []
+  monkeypatch.setattr(runner, "is_done", lambda run: run.id in done)
+
+  def run_one(study, run, *args):
+    del study, args
+    order.append(run.id)
+    done.add(run.id)
+    return {}
+
+  def other_worker_finishes(seconds):
+    del seconds
+    order.append("(other worker done)")
+    done.add(first.id)
+    os.remove(held)
+
+  monkeypatch.setattr(runner, "_run_one", run_one)
+  monkeypatch.setattr(runner.time, "sleep", other_worker_finishes)
+  other = subprocess.Popen([sys.executable, "-c", "import time; "
+                            "time.sleep(60)"])
+  try:
+    held = runner.claim(study, first)
+    with open(held, "w") as f:
+      f.write(str(other.pid))
+    lines = []
+    runner.run_all(study, log=lines.append, poll_seconds=0)
+  finally:
+    other.kill()
+    other.wait()
+  by_id = {r.id: r for r in runs}
+
+  def reads_first(run_id):
+    return any(n == first.id or reads_first(n) for n in by_id[run_id].needs)
+
+  wait = order.index("(other worker done)")
+  assert any(reads_first(r) for r in by_id), "the plan has no dependency"
+  assert not any(reads_first(r) for r in order[:wait]), order
+  assert order[:wait], "nothing independent ran while waiting"
+  assert done == set(by_id), sorted(set(by_id) - done)
+  assert sum("waits for %s" % first.id in line for line in lines) == 1, lines
+
+
+def test_every_run_needs_only_earlier_runs(tmp_path):
+  runs = plan_lib.plan(plan_lib.load_study(_config(tmp_path)))
+  seen = set()
+  for run in runs:
+    assert set(run.needs) <= seen, (run.id, run.needs)
+    seen.add(run.id)
+  kinds = {r.kind: r for r in runs if r.needs}
+  assert set(kinds) == {"export", "pretrain", "finetune"}, kinds
