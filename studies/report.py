@@ -4,15 +4,13 @@ Pre-training rows are (regime, variant), each the mean +- std (sample std)
 over its seeds of the held-out metrics; downstream rows add random
 initialisation, each over every (pre-training seed, fine-tuning seed)
 pair. A row is compared with its baseline (ELECTRA in the same regime, and
-downstream random initialisation too): the difference of the means with
-their combined standard error, sqrt(s1^2/n1 + s2^2/n2), and "not
-separated" when the difference is the smaller. Every run appears in the
-per-run tables.
+downstream random initialisation too) by the difference of the means, its
+standard error and Welch's t-test on the rows' independent units
+(studies/statistics.py). Every run appears in the per-run tables.
 """
 
 import datetime
 import io
-import math
 import os
 
 import numpy as np
@@ -21,6 +19,7 @@ from pretrain import eval_metrics
 from pretrain import peak
 from studies import plan as plan_lib
 from studies import runner
+from studies import statistics
 from util import io_utils
 from util.io_utils import write_bytes_atomic
 from util.io_utils import write_text_atomic
@@ -36,38 +35,8 @@ DEFAULT_OUTPUT = os.path.join("docs", "RESULTS.md")
 PRIMARY_PRETRAIN_METRIC = "disc_auc"
 
 
-def stats(values):
-  """(mean, sample std, n) of the finite values; (None, None, 0) if none."""
-  values = [float(v) for v in values
-            if v is not None and math.isfinite(float(v))]
-  if not values:
-    return None, None, 0
-  std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-  return float(np.mean(values)), std, len(values)
-
-
-def separation(a, b):
-  """"separated", "not separated" or "n/a" for two lists of values."""
-  (ma, sa, na), (mb, sb, nb) = stats(a), stats(b)
-  if na < 2 or nb < 2:
-    return "n/a (fewer than 2 runs)"
-  se = math.sqrt(sa ** 2 / na + sb ** 2 / nb)
-  return "separated" if abs(ma - mb) > se else "not separated"
-
-
-def versus(a, b):
-  """"+d ± se: verdict" of the mean of `a` minus the mean of `b`, with
-  their combined standard error."""
-  verdict = separation(a, b)
-  if verdict.startswith("n/a"):
-    return verdict
-  (ma, sa, na), (mb, sb, nb) = stats(a), stats(b)
-  return "%+.4f ± %.4f: %s" % (ma - mb, math.sqrt(sa ** 2 / na +
-                                                  sb ** 2 / nb), verdict)
-
-
 def _cell(values, scale=1.0):
-  mean, std, n = stats(values)
+  mean, std, n = statistics.summary(values)
   if n == 0:
     return "-"
   return "%.3f ± %.3f (n=%d)" % (mean * scale, std * scale, n)
@@ -78,8 +47,10 @@ def _read(path):
 
 
 def collect(study):
-  """{"pretrain": {model: {...}}, "downstream": {task: {source: [values]}},
-  "metrics": {task: primary metric}} of the finished runs."""
+  """{"pretrain": {model: {...}}, "downstream": {task: {row: {model:
+  [values]}}}, "metrics": {task: primary metric}} of the finished runs: a
+  downstream row (regime/variant, or random_init) holds each of its
+  models' scores, one a fine-tuning seed."""
   models = os.path.join(plan_lib.data_dir(study), "models")
   pre = {}
   for name, regime, variant, seed in plan_lib.pretrained_models(study):
@@ -105,7 +76,7 @@ def collect(study):
       for trial in record["trials"]:
         split = next(iter(trial["best"]["results"]))
         value = trial["best"]["results"][split][metric]
-        down[name].setdefault(row, []).append(value)
+        down[name].setdefault(row, {}).setdefault(model, []).append(value)
         per_run.append((name, model, trial["seed"], metric, value))
   return dict(pretrain=pre, downstream=down, metrics=metrics,
               per_run=per_run)
@@ -125,8 +96,10 @@ def pretraining_tables(study, data):
   base = plan_lib.baseline(study)
   lines = ["## Pre-training: held-out metrics at the end", "",
            "mean ± sample std over seeds; the last column is the "
-           "difference of %s from the %s row of its regime ± their combined "
-           "standard error." % (PRIMARY_PRETRAIN_METRIC, base), ""]
+           "difference of %s from the %s row of its regime ± its standard "
+           "error, with the p-value of Welch's t-test over the seeds "
+           "(separated: p < %.2g)." % (PRIMARY_PRETRAIN_METRIC, base,
+                                       statistics.SEPARATION_P), ""]
   lines.append("| regime / variant | " + " | ".join(PRETRAIN_COLUMNS) +
                " | vs %s |" % base)
   lines.append("|---" * (len(PRETRAIN_COLUMNS) + 2) + "|")
@@ -134,7 +107,7 @@ def pretraining_tables(study, data):
     cells = [_cell([r["final"].get(k) for r in runs])
              for k in PRETRAIN_COLUMNS]
     ref = rows.get((regime, base), [])
-    compared = "-" if variant == base else versus(
+    compared = "-" if variant == base else statistics.versus(
         [r["final"].get(PRIMARY_PRETRAIN_METRIC) for r in runs],
         [r["final"].get(PRIMARY_PRETRAIN_METRIC) for r in ref])
     lines.append("| %s / %s | %s | %s |" % (regime, variant,
@@ -151,6 +124,15 @@ def pretraining_tables(study, data):
   return lines
 
 
+def _units(row, models):
+  """The independent values of downstream row `row` ({model: [scores]}):
+  random initialisation's scores, one a fine-tuning seed, or each
+  pre-trained model's mean over its fine-tuning seeds."""
+  if row == plan_lib.RANDOM_INIT:
+    return [v for scores in models.values() for v in scores]
+  return [statistics.summary(scores)[0] for scores in models.values()]
+
+
 def downstream_tables(study, data):
   down, metrics = data["downstream"], data["metrics"]
   if not down:
@@ -160,24 +142,30 @@ def downstream_tables(study, data):
            "mean ± sample std over every (pre-training seed, fine-tuning "
            "seed); \"vs random init\" is the difference from the random-"
            "initialisation row, \"vs %s\" from the %s row of the same "
-           "regime, each ± their combined standard error. The values of a "
-           "pre-trained row share their pre-trained models (each fine-tuned "
-           "with every fine-tuning seed), so this error treats them as more "
-           "independent than they are: it is a lower bound." % (base, base),
-           ""]
+           "regime, each ± its standard error, with the p-value of Welch's "
+           "t-test (separated: p < %.2g). The fine-tunings of one "
+           "pre-trained model are not independent of each other, so a "
+           "pre-trained row enters the test as its models' means (one a "
+           "pre-training seed), random initialisation as its fine-tuning "
+           "seeds." % (base, base, statistics.SEPARATION_P), ""]
   for task, rows in down.items():
     lines += ["### %s (%s)" % (task, metrics.get(task, "-")), "",
               "| initialisation | %s | vs random init | vs %s |" % (
                   metrics.get(task, "score"), base), "|---|---|---|---|"]
-    random_values = rows.get(plan_lib.RANDOM_INIT, [])
-    for row, values in rows.items():
+    random_units = _units(plan_lib.RANDOM_INIT,
+                          rows.get(plan_lib.RANDOM_INIT, {}))
+    for row, models in rows.items():
       if row == plan_lib.RANDOM_INIT:
         compared = ("-", "-")
       else:
         regime, variant = row.split("/", 1)
-        compared = (versus(values, random_values),
-                    "-" if variant == base else versus(
-                        values, rows.get("%s/%s" % (regime, base), [])))
+        units = _units(row, models)
+        baseline_row = "%s/%s" % (regime, base)
+        compared = (statistics.versus(units, random_units),
+                    "-" if variant == base else statistics.versus(
+                        units, _units(baseline_row, rows.get(baseline_row,
+                                                             {}))))
+      values = [v for scores in models.values() for v in scores]
       lines.append("| %s | %s | %s | %s |" % ((row, _cell(values)) +
                                               compared))
     lines.append("")
@@ -241,8 +229,9 @@ def curves_figure(data, path):
     ax = fig.add_subplot(1, 2, i + 1)
     for (regime, variant), runs in _rows(data["pretrain"]).items():
       steps = sorted({h["step"] for r in runs for h in r["history"]})
-      means = [stats([h.get(metric) for r in runs for h in r["history"]
-                      if h["step"] == s])[0] for s in steps]
+      means = [statistics.summary([h.get(metric) for r in runs
+                                   for h in r["history"]
+                                   if h["step"] == s])[0] for s in steps]
       means = [float("nan") if m is None else m for m in means]
       ax.plot(steps, means, marker="o", label="%s/%s" % (regime, variant))
     ax.set_xlabel("step")
@@ -265,8 +254,8 @@ def hardness_figure(data, path):
     ax = fig.add_subplot(1, 2, i + 1)
     width = 0.8 / len(keys)
     for j, key in enumerate(keys):
-      means = [stats([r["final"].get(key) for r in runs])[0] or 0.0
-               for runs in rows.values()]
+      means = [statistics.summary([r["final"].get(key) for r in runs])[0]
+               or 0.0 for runs in rows.values()]
       ax.bar(np.arange(len(labels)) - 0.4 + width * (j + 0.5), means, width,
              label=key)
     ax.set_xticks(np.arange(len(labels)))

@@ -14,6 +14,7 @@ import study as study_cli
 from studies import plan as plan_lib
 from studies import report
 from studies import runner
+from studies import statistics
 from tests.paths import REPO
 from util.errors import UserError
 
@@ -111,14 +112,41 @@ def test_the_continued_regime_starts_from_the_exported_model(smoke):
   assert [line for line in corpus if line] == sentences
 
 
-def test_separation_needs_the_gap_to_exceed_the_combined_error():
-  assert report.separation([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]) == "separated"
-  assert report.separation([1.0, 1.5, 0.5], [1.2, 1.7, 0.7]) == (
+def test_separation_is_welchs_t_test_at_p_005():
+  # Gap 1.0, standard error 0.0816: far apart.
+  assert statistics.separation([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]) == (
+      "separated")
+  assert statistics.versus([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]) == (
+      "-1.0000 ± 0.0816 (p<0.001): separated")
+  # A gap of 1.5 standard errors is not enough with 3 values a row.
+  close = [1.0, 1.1, 0.9], [1.1225, 1.2225, 1.0225]
+  diff, se, p = statistics.welch(*close)
+  assert abs(diff / se + 1.5) < 1e-3 and 0.05 < p < 0.5, (diff, se, p)
+  assert statistics.separation(*close) == "not separated"
+  assert statistics.separation([1.0, 1.5, 0.5], [1.2, 1.7, 0.7]) == (
       "not separated")
-  assert report.separation([1.0], [2.0]).startswith("n/a")
-  assert report.versus([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]) == (
-      "-1.0000 ± 0.0816: separated")
-  assert report.versus([1.0], [2.0]).startswith("n/a")
+  assert statistics.separation([1.0], [2.0]).startswith("n/a")
+  assert statistics.versus([1.0], [2.0]).startswith("n/a")
+  assert statistics.welch([1.0, 1.0], [1.0, 1.0])[2] == 1.0
+
+
+def test_a_downstream_row_is_tested_on_its_models_means(tmp_path):
+  study = plan_lib.load_study(_config(tmp_path))
+  base = plan_lib.baseline(study)
+  # Two models a row, fine-tuned 3 times each: a gap that is large against
+  # the spread within a model but not against the spread between models.
+  data = dict(metrics={"t": "accuracy"}, per_run=[], downstream={"t": {
+      "scratch/%s" % base: {"a1": [60.0, 60.1, 59.9], "a2": [70.0, 70.1,
+                                                             69.9]},
+      "scratch/hp": {"b1": [62.0, 62.1, 61.9], "b2": [72.0, 72.1, 71.9]},
+      plan_lib.RANDOM_INIT: {plan_lib.RANDOM_INIT: [50.0, 50.2, 49.8]}}})
+  text = "\n".join(report.downstream_tables(study, data))
+  row = next(l for l in text.splitlines() if l.startswith("| scratch/hp |"))
+  assert "67.000 ± 5.478 (n=6)" in row, row
+  # vs ELECTRA: +2 +- 7.07 over 2 model means each (t 0.28, 2 dof).
+  assert "+2.0000 ± 7.0711 (p=0.804): not separated" in row, row
+  # vs random init: 2 model means against 3 fine-tuning seeds.
+  assert "+17.0000 ± 5.0013" in row and ": not separated" in row, row
 
 
 def test_bad_configs_name_the_key(tmp_path):
