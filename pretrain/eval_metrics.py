@@ -311,10 +311,12 @@ def append_history(results, results_dir, step, name="pretrain_eval_history"):
   return path
 
 
-def plot_max_prob_histogram(histograms, path, title=None):
+def plot_max_prob_histogram(histograms, path, title=None, log_scale=False):
   """Bar chart (PNG) of 10-bin max-probability fractions, one bar series per label.
 
   `histograms`: {label: [10 fractions]} or {label: results["gen_max_prob_histogram"]}.
+  `log_scale`: a logarithmic y axis, for generators whose mass sits almost
+  all in one bin (an empty bin then shows no bar).
   Uses matplotlib's Agg canvas directly (no pyplot, no global backend change).
   """
   from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -340,7 +342,10 @@ def plot_max_prob_histogram(histograms, path, title=None):
   ax.set_xticklabels(["%.1f-%.1f" % (HIST_EDGES[i], HIST_EDGES[i + 1])
                       for i in range(NUM_HIST_BINS)], rotation=45, fontsize=8)
   ax.set_xlabel("generator max probability max_v p_G(v | c_t)")
-  ax.set_ylabel("fraction of masked positions")
+  ax.set_ylabel("fraction of masked positions" +
+                (" (log scale)" if log_scale else ""))
+  if log_scale:
+    ax.set_yscale("log")
   ax.set_title(title or "Generator confidence at masked positions")
   ax.legend()
   fig.tight_layout()

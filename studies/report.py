@@ -241,27 +241,32 @@ def curves_figure(data, path):
 
 
 def hardness_figure(data, path):
-  """D's accuracy under p_G and p_S (all, masked) and the estimator's
-  correlations, per row (mean over seeds)."""
+  """D's accuracy under p_G and p_S, on all and on masked positions, and
+  the estimator's correlations, per row (mean over seeds): one panel each,
+  since the masked accuracies are an order of magnitude below the rest."""
   fig = _figure()
+  fig.set_size_inches(13, 4.5)
   rows = _rows(data["pretrain"])
   labels = ["%s/%s" % key for key in rows]
-  groups = ((("disc_accuracy_pG_all", "disc_accuracy_pS_all",
-              "disc_accuracy_pG_masked", "disc_accuracy_pS_masked"),
-             "D accuracy"),
-            (("estimator_pearson", "estimator_spearman"), "correlation"))
-  for i, (keys, ylabel) in enumerate(groups):
-    ax = fig.add_subplot(1, 2, i + 1)
+  groups = ((("disc_accuracy_pG_all", "disc_accuracy_pS_all"),
+             "D accuracy, all positions"),
+            (("disc_accuracy_pG_masked", "disc_accuracy_pS_masked"),
+             "D accuracy, masked positions"),
+            (("estimator_pearson", "estimator_spearman"),
+             "estimator vs D's loss"))
+  for i, (keys, title) in enumerate(groups):
+    ax = fig.add_subplot(1, len(groups), i + 1)
     width = 0.8 / len(keys)
     for j, key in enumerate(keys):
       means = [statistics.summary([r["final"].get(key) for r in runs])[0]
-               or 0.0 for runs in rows.values()]
-      ax.bar(np.arange(len(labels)) - 0.4 + width * (j + 0.5), means, width,
-             label=key)
+               for runs in rows.values()]
+      ax.bar(np.arange(len(labels)) - 0.4 + width * (j + 0.5),
+             [0.0 if m is None else m for m in means], width, label=key)
     ax.set_xticks(np.arange(len(labels)))
-    ax.set_xticklabels(labels, rotation=30, fontsize=7)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
+    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45),
+              ncol=1)
   return _save(fig, path)
 
 
@@ -285,9 +290,11 @@ def write_report(study, output):
                            for r in runs], axis=0)
       histograms["%s/%s" % (regime, variant)] = list(fractions)
     pictures = [
-        ("Generator max-probability at masked positions (mean over seeds)",
+        ("Generator max-probability at masked positions (mean over seeds; "
+         "log scale)",
          eval_metrics.plot_max_prob_histogram(
-             histograms, os.path.join(figures, "gen_max_prob.png"))),
+             histograms, os.path.join(figures, "gen_max_prob.png"),
+             log_scale=True)),
         ("Held-out D AUC and MLM accuracy against steps",
          curves_figure(data, os.path.join(figures, "curves.png"))),
         ("D accuracy under p_G and p_S; the estimator's correlations",

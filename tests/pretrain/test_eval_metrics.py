@@ -187,6 +187,16 @@ def test_plot_is_a_png(tmp_path):
     em.plot_max_prob_histogram({"bad": [0.5, 0.5]}, path)
 
 
+def test_log_scale_plot_takes_empty_bins(tmp_path):
+  linear, log = str(tmp_path / "linear.png"), str(tmp_path / "log.png")
+  fractions = {"mlm": [0.97, 0.02, 0.01] + [0.0] * 7}
+  em.plot_max_prob_histogram(fractions, linear)
+  em.plot_max_prob_histogram(fractions, log, log_scale=True)
+  data = open(log, "rb").read()
+  assert data[:8] == b"\x89PNG\r\n\x1a\n"
+  assert data != open(linear, "rb").read()
+
+
 def test_format_results_table():
   a = {"masked_lm_accuracy": 0.5, "disc_auc": 0.91234,
        "gen_max_prob_histogram": {"fractions": [0.0] * 9 + [0.75]}}
