@@ -199,11 +199,34 @@ def provenance(study, output=DEFAULT_OUTPUT):
           datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
       "- machine: %s, %.0f GiB memory, %s" % (
           peak.cpu_name(), memory, peak.gpu_name() or "no GPU"),
-      "- wall time of the %d runs done (of %d): %s (%s)" % (
+      "- wall time of the %d runs done (of %d), summed over runs: %s (%s)" % (
           sum(r.id in timings for r in runs), len(runs),
           format_duration(sum(by_kind.values())), ", ".join(
               "%s %s" % (kind, format_duration(t))
-              for kind, t in by_kind.items())), ""]
+              for kind, t in by_kind.items()))] + elapsed_lines(
+                  runner.load_spans(study), runs) + [""]
+
+
+def elapsed_lines(spans, runs):
+  """The study's elapsed time from its runs' spans ({id: [start, end]}):
+  the first start to the last end, and how many runs overlapped at most
+  (several workers); no line when no run of `runs` has a span."""
+  spans = [spans[r.id] for r in runs if r.id in spans]
+  if not spans:
+    return []
+  events = sorted([(start, 1) for start, _ in spans] +
+                  [(end, -1) for _, end in spans])
+  running = most = 0
+  for _, change in events:  # An end sorts before a start at the same time.
+    running += change
+    most = max(most, running)
+  first = datetime.datetime.fromtimestamp(min(s for s, _ in spans),
+                                          datetime.timezone.utc)
+  return ["- elapsed: %s from the first of %d timed runs' start (%s) to the "
+          "last one's end, at most %d at a time" % (
+              format_duration(max(e for _, e in spans) -
+                              min(s for s, _ in spans)), len(spans),
+              first.strftime("%Y-%m-%d %H:%M UTC"), most)]
 
 
 def _figure():

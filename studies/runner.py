@@ -1,9 +1,9 @@
 """Runs a study's grid in order, skipping what is done, with an ETA.
 
 Each run is a child process of the project's own entry scripts, logging to
-`<work_dir>/logs/<run>.log`; its wall time goes to `<work_dir>/timings.json`,
-from which the ETA of the rest is estimated (pre-training per step,
-fine-tuning per task). A failed run stops the study with its log's path;
+`<work_dir>/logs/<run>.log`; its wall time goes to `<work_dir>/timings.json`
+(its start and end to `spans.json`), from which the ETA of the rest is
+estimated (pre-training per step, fine-tuning per task). A failed run stops the study with its log's path;
 running the study again resumes: finished runs are skipped, and an
 interrupted pre-training resumes from its last checkpoint.
 
@@ -137,14 +137,28 @@ def claim(study, run):
   return None
 
 
-def _record_timing(study, run, seconds):
-  """Adds one run's wall time to timings.json, under a lock: other workers
-  write theirs to the same file."""
+def _spans_path(study):
+  return os.path.join(plan_lib.work_dir(study), "spans.json")
+
+
+def load_spans(study):
+  """{run id: [start, end]} (seconds since the epoch) of the finished runs
+  that recorded them."""
+  path = _spans_path(study)
+  return io_utils.read_json(path) if os.path.isfile(path) else {}
+
+
+def _record_timing(study, run, start, end):
+  """Adds one run's wall time to timings.json and its start and end to
+  spans.json, under a lock: other workers write theirs to the same files."""
   path = _timings_path(study)
   with open(path + ".lock", "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)
     timings = load_timings(study)
-    timings[run.id] = round(seconds, 1)
+    timings[run.id] = round(end - start, 1)
+    spans = load_spans(study)
+    spans[run.id] = [round(start, 1), round(end, 1)]
+    write_json_atomic(_spans_path(study), spans)
     write_json_atomic(path, timings)
   return timings
 
@@ -220,4 +234,4 @@ def _run_one(study, run, runs, rest, timings, logs, counter, log):
     raise UserError("%s failed (exit %d); see %s. Run study.py again to "
                     "resume from there." % (run.id, proc.returncode,
                                             log_path))
-  return _record_timing(study, run, time.time() - start)
+  return _record_timing(study, run, start, time.time())

@@ -64,7 +64,9 @@ def test_the_smoke_study_writes_results_with_every_run(smoke):
   assert "- command: `python study.py --config " in text
   assert " --output %s`" % os.path.relpath(output, REPO) in text
   assert "- written: 20" in text and "- machine: " in text
-  assert "- wall time of the 10 runs done (of 10): " in text
+  assert "- wall time of the 10 runs done (of 10), summed over runs: " in text
+  assert "- elapsed: " in text and "of 10 timed runs' start" in text
+  assert "at most 1 at a time" in text  # One worker.
   # One seed: no separation can be claimed.
   assert "n/a (fewer than 2 runs)" in text
   figures = tmp / "docs" / "results_smoke"
@@ -128,6 +130,19 @@ def test_separation_is_welchs_t_test_at_p_005():
   assert statistics.separation([1.0], [2.0]).startswith("n/a")
   assert statistics.versus([1.0], [2.0]).startswith("n/a")
   assert statistics.welch([1.0, 1.0], [1.0, 1.0])[2] == 1.0
+
+
+def test_elapsed_time_counts_overlapping_runs_once():
+  runs = [plan_lib.Run(name, "finetune", [], "", "", 0, 1, ())
+          for name in "abcd"]
+  # a and b overlap (two workers), then c alone; d has no span.
+  spans = {"a": [1000.0, 1600.0], "b": [1200.0, 1900.0],
+           "c": [1900.0, 2200.0]}
+  (line,) = report.elapsed_lines(spans, runs)
+  assert line.startswith("- elapsed: 20m00s from the first of 3 timed runs' "
+                         "start (1970-01-01 00:16 UTC)"), line
+  assert line.endswith("at most 2 at a time"), line
+  assert report.elapsed_lines({}, runs) == []
 
 
 def test_a_downstream_row_is_tested_on_its_models_means(tmp_path):
