@@ -18,12 +18,15 @@ that another worker is still making.
 """
 
 import fcntl
+import functools
+import json
 import os
 import re
 import subprocess
 import sys
 import time
 
+import configure
 from studies import plan as plan_lib
 from util import io_utils
 from util.errors import UserError
@@ -59,8 +62,37 @@ def is_done(run):
   return results.get("num_trials", 0) >= run.trials
 
 
+@functools.lru_cache(maxsize=None)
+def _data_rows(path):
+  """Rows of a TSV file with a header, or None if it is not there yet."""
+  if not os.path.isfile(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    return max(sum(1 for _ in f) - 1, 0)
+
+
+def finetune_work(run):
+  """How much a fine-tuning run computes, in training-example passes:
+  trials x epochs x (training examples + a third of the dev examples, which
+  are evaluated once an epoch with a forward pass only). None before the
+  study's data is prepared."""
+  hparams = json.loads(run.argv[run.argv.index("--hparams") + 1])
+  task = os.path.join(run.argv[run.argv.index("--data-dir") + 1],
+                      "finetuning_data", hparams["task_names"][0])
+  train, dev = (_data_rows(os.path.join(task, split + ".tsv"))
+                for split in ("train", "dev"))
+  if train is None or dev is None:
+    return None
+  epochs = hparams.get(
+      "num_train_epochs",
+      configure.FINETUNE_FIELDS["num_train_epochs"].default)
+  return run.trials * epochs * (train + dev / 3.0)
+
+
 def estimate_seconds(run, runs, timings):
-  """Expected wall time of `run` from the finished runs of its kind."""
+  """Expected wall time of `run` from the finished runs of its kind:
+  pre-training per step; fine-tuning per unit of `finetune_work`, from the
+  same task's runs if any has finished, else from every task's."""
   measured = [r for r in runs if r.id in timings and r.kind == run.kind]
   if run.kind == "pretrain":
     steps = sum(r.steps for r in measured)
@@ -72,7 +104,27 @@ def estimate_seconds(run, runs, timings):
   chosen = same_task or measured
   if not chosen:
     return DEFAULT_SECONDS[run.kind]
+  if run.kind == "finetune" and not same_task:
+    work = [finetune_work(r) for r in chosen + [run]]
+    if None not in work and sum(work[:-1]) > 0:
+      return sum(timings[r.id] for r in chosen) / sum(work[:-1]) * work[-1]
   return sum(timings[r.id] for r in chosen) / len(chosen)
+
+
+def live_workers(study):
+  """How many workers run the study now: this one and every other live
+  claim holder."""
+  claims = os.path.join(plan_lib.work_dir(study), "claims")
+  pids = {os.getpid()}
+  for name in (os.listdir(claims) if os.path.isdir(claims) else []):
+    path = os.path.join(claims, name)
+    try:
+      pid = int(io_utils.read_text(path).strip() or 0)
+    except (OSError, ValueError):
+      continue
+    if pid and _holder_alive(path):
+      pids.add(pid)
+  return len(pids)
 
 
 def describe(study, log=print):
@@ -219,11 +271,14 @@ def _say_once(told, log, line):
 
 
 def _run_one(study, run, runs, rest, timings, logs, counter, log):
+  # The runs left are shared by the workers running now.
+  workers = live_workers(study)
   left = sum(estimate_seconds(r, runs, timings) for r in rest
-             if not is_done(r))
-  log("%s %s (about %s; study ETA %s)" % (
+             if not is_done(r)) / workers
+  log("%s %s (about %s; study ETA %s%s)" % (
       counter, run.id, format_duration(estimate_seconds(run, runs, timings)),
-      format_duration(left)))
+      format_duration(left),
+      " with %d workers" % workers if workers > 1 else ""))
   log_path = os.path.join(logs, _log_name(run))
   start = time.time()
   with open(log_path, "a") as f:

@@ -294,3 +294,31 @@ def test_every_run_needs_only_earlier_runs(tmp_path):
     seen.add(run.id)
   kinds = {r.kind: r for r in runs if r.needs}
   assert set(kinds) == {"export", "pretrain", "finetune"}, kinds
+
+
+def test_a_tasks_first_estimate_scales_another_tasks_time_by_its_work(
+    tmp_path):
+  with open(os.path.join(REPO, "study", "smoke.json")) as f:
+    fine = json.load(f)["finetuning"]
+  small = dict(fine["tasks"][0], name="small", train_subset=10,
+               hparams={"num_train_epochs": 4.0})
+  fine["tasks"].append(small)
+  study = plan_lib.load_study(_config(tmp_path, finetuning=fine))
+  tasks = os.path.join(plan_lib.data_dir(study), "finetuning_data")
+  for name, train, dev in (("sst_fixture", 40, 30), ("small", 10, 30)):
+    os.makedirs(os.path.join(tasks, name))
+    for split, rows in (("train", train), ("dev", dev)):
+      with open(os.path.join(tasks, name, split + ".tsv"), "w") as f:
+        f.write("sentence\tlabel\n" + "a b\t1\n" * rows)
+  runs = plan_lib.plan(study)
+  first = [r for r in runs if r.id.startswith("finetune sst_fixture ")]
+  other = [r for r in runs if r.id.startswith("finetune small ")]
+  # 1 epoch x (40 + 30/3) against 4 epochs x (10 + 30/3), one trial each.
+  assert runner.finetune_work(first[0]) == 50
+  assert runner.finetune_work(other[0]) == 80
+  timings = {first[0].id: 100.0}
+  assert runner.estimate_seconds(other[0], runs, timings) == 160.0
+  # Once the task has a run of its own, that run's time is the estimate.
+  timings[other[0].id] = 90.0
+  assert runner.estimate_seconds(other[1], runs, timings) == 90.0
+  assert runner.live_workers(study) == 1
