@@ -3,9 +3,10 @@
 Each run is a child process of the project's own entry scripts, logging to
 `<work_dir>/logs/<run>.log`; its wall time goes to `<work_dir>/timings.json`
 (its start and end to `spans.json`), from which the ETA of the rest is
-estimated (pre-training per step, fine-tuning per task). A failed run stops the study with its log's path;
-running the study again resumes: finished runs are skipped, and an
-interrupted pre-training resumes from its last checkpoint.
+estimated (pre-training per step, fine-tuning per task). A failed run
+stops the study with its log's path; running the study again resumes:
+finished runs are skipped, and an interrupted pre-training resumes from
+its last checkpoint.
 
 Several workers (`study.py` started more than once on the same config, on
 one machine) share the grid: a worker claims a run before starting it
