@@ -118,12 +118,8 @@ def live_workers(study):
   claims = os.path.join(plan_lib.work_dir(study), "claims")
   pids = {os.getpid()}
   for name in (os.listdir(claims) if os.path.isdir(claims) else []):
-    path = os.path.join(claims, name)
-    try:
-      pid = int(io_utils.read_text(path).strip() or 0)
-    except (OSError, ValueError):
-      continue
-    if pid and _holder_alive(path):
+    pid = _holder_pid(os.path.join(claims, name))
+    if pid and _pid_alive(pid):
       pids.add(pid)
   return len(pids)
 
@@ -154,14 +150,16 @@ def _log_name(run):
   return _file_name(run) + ".log"
 
 
-def _holder_alive(path):
-  """Whether the worker whose pid is in claim file `path` still runs."""
+def _holder_pid(path):
+  """The pid in claim file `path`; None while its worker is still writing
+  it (empty, or gone already)."""
   try:
-    pid = int(io_utils.read_text(path).strip() or 0)
+    return int(io_utils.read_text(path).strip() or 0) or None
   except (OSError, ValueError):
-    return True  # Being written by its worker this very moment.
-  if not pid:
-    return True
+    return None
+
+
+def _pid_alive(pid):
   try:
     os.kill(pid, 0)
   except ProcessLookupError:
@@ -169,6 +167,12 @@ def _holder_alive(path):
   except PermissionError:
     pass  # Alive, under another user.
   return True
+
+
+def _holder_alive(path):
+  """Whether the worker whose pid is in claim file `path` still runs."""
+  pid = _holder_pid(path)
+  return pid is None or _pid_alive(pid)  # None: being written this moment.
 
 
 def claim(study, run):
