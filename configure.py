@@ -11,32 +11,18 @@ key the nearest valid one.
 import os
 
 from model import samplers
+from model import transformer_hparams
 from util import io_utils
 from util.hparams import ConfigError
 from util.hparams import Field
 from util.hparams import HParams
-from util.hparams import unknown_key_error
 
 
-# Transformer sizes of docs/method.md §14 (ELECTRA's released models).
-MODEL_SIZES = {
-    "small": dict(num_hidden_layers=12, hidden_size=256, num_attention_heads=4,
-                  intermediate_size=1024, embedding_size=128),
-    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
-                 intermediate_size=3072, embedding_size=768),
-    "large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16,
-                  intermediate_size=4096, embedding_size=1024),
-}
-
-# Fields of the transformer that `model_hparam_overrides` may change
-# (`model_hparams`). The embedding sizes, shared by generator and
-# discriminator, are the top-level `vocab_size` and `embedding_size`.
-MODEL_HPARAM_DEFAULTS = dict(
-    hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
-    intermediate_size=1024, hidden_act="gelu", hidden_dropout_prob=0.1,
-    attention_probs_dropout_prob=0.1, max_position_embeddings=512,
-    type_vocab_size=2, initializer_range=0.02)
-EMBEDDING_KEYS = ("vocab_size", "embedding_size")
+# The transformer's sizes and defaults live in model/transformer_hparams.py;
+# they are named here too, where users of the config look for them.
+MODEL_SIZES = transformer_hparams.MODEL_SIZES
+MODEL_HPARAM_DEFAULTS = transformer_hparams.MODEL_HPARAM_DEFAULTS
+EMBEDDING_KEYS = transformer_hparams.EMBEDDING_KEYS
 
 _RUN_FIELDS = dict(
     seed=Field(42, int, "Seed of weights, masking, sampling and data order."),
@@ -256,24 +242,8 @@ class _Config(HParams):
                                                       "vocab.txt")
     self.model_dir = self.model_dir or os.path.join(self.data_dir, "models",
                                                     self.model_name)
-    overrides = self.model_hparam_overrides
-    for key in overrides:
-      if key in EMBEDDING_KEYS:
-        raise ConfigError(
-            "model_hparam_overrides key %r is a top-level hparam: set "
-            "\"%s\": %r beside model_hparam_overrides, not inside it." % (
-                key, key, overrides[key]))
-      if key not in MODEL_HPARAM_DEFAULTS:
-        raise unknown_key_error(key, MODEL_HPARAM_DEFAULTS,
-                                 "model_hparam_overrides key")
-    preset = dict(MODEL_SIZES[self.model_size])
-    if self.embedding_size is None:
-      self.embedding_size = preset["embedding_size"]
-    del preset["embedding_size"]
-    model = dict(MODEL_HPARAM_DEFAULTS)
-    model.update(preset)
-    model.update(overrides)
-    self.model_hparams = model
+    self.model_hparams, self.embedding_size = transformer_hparams.resolve(
+        self.model_size, self.model_hparam_overrides, self.embedding_size)
 
   def network_hparams(self, role="discriminator"):
     """One network's whole description: its transformer hparams
@@ -286,25 +256,7 @@ class _Config(HParams):
 
   def _validate(self):
     super(_Config, self)._validate()
-    m = self.model_hparams
-    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size"):
-      value = m[key]
-      if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError("hparam %r must be an integer >= 1, got %r." %
-                          (key, value))
-    if m["hidden_size"] % m["num_attention_heads"]:
-      raise ConfigError(
-          "hidden_size %d is not divisible by num_attention_heads %d." %
-          (m["hidden_size"], m["num_attention_heads"]))
-    if self.max_seq_length > m["max_position_embeddings"]:
-      raise ConfigError(
-          "max_seq_length %d exceeds max_position_embeddings %d." %
-          (self.max_seq_length, m["max_position_embeddings"]))
-    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-      if not 0 <= m[key] < 1:
-        raise ConfigError("model hparam %r must be in [0, 1), got %r." %
-                          (key, m[key]))
+    transformer_hparams.check(self.model_hparams, self.max_seq_length)
     if self.strategy == "tpu" and not self.tpu_name:
       raise ConfigError("strategy 'tpu' needs hparam 'tpu_name'.")
 
