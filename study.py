@@ -2,15 +2,16 @@
 
   python study.py --config study/<name>.json [--dry-run] [--output FILE]
 
-The config (studies/plan.py documents its keys) names the data, the
-regimes, the variants at equal compute (same steps, batch and data order:
-only their hparams differ), the seeds and the downstream tasks. The study
-builds its data directory under `work_dir`, runs every run not done yet in
-order with a progress line and an ETA for the whole study, and writes
-RESULTS.md (default docs/RESULTS.md) with its figures beside it. Running it
-again resumes: finished runs are skipped. Started more than once on one
-machine, its workers share the grid (studies/runner.py). `--dry-run` lists
-the runs, which are done, and the estimated time.
+The config (studies/plan.py documents its keys) names the data (or a
+released model to start from), the regimes, the variants at equal compute
+(same steps, batch and data order: only their hparams differ), the seeds
+and the downstream tasks. The study builds its data directory under
+`work_dir`, runs every run not done yet in order with a progress line and
+an ETA for the whole study, and writes RESULTS.md (default: the config's
+"report", else docs/RESULTS.md) with its figures and summary.json beside
+it. Running it again resumes: finished runs are skipped. Started more than
+once on one machine, its workers share the grid (studies/runner.py).
+`--dry-run` lists the runs, which are done, and the estimated time.
 """
 
 import argparse
@@ -27,14 +28,16 @@ def main(argv=None):
   parser.add_argument("--dry-run", action="store_true",
                       help="List the runs and the estimated time; run none.")
   parser.add_argument("--output",
-                      help="The report to write (default docs/RESULTS.md).")
+                      help="The report to write (default: the config's "
+                      "\"report\", else docs/RESULTS.md).")
   args = parser.parse_args(argv)
-  from studies import data as data_lib  # pylint: disable=g-import-not-at-top
-  from studies import plan as plan_lib
+  # pylint: disable=g-import-not-at-top
+  from studies import config as config_lib
+  from studies import data as data_lib
   from studies import report
   from studies import runner
-  study = plan_lib.load_study(args.config)
-  plan_lib.check_hparams(study)
+  study = config_lib.load_study(args.config)
+  config_lib.check_hparams(study)
   if args.dry_run:
     runner.describe(study)
     return 0
@@ -47,7 +50,7 @@ def main(argv=None):
                                          ", ..." if len(busy) > 3 else ""))
     return 0
   print("report: %s" % report.write_report(
-      study, args.output or report.DEFAULT_OUTPUT))
+      study, args.output or report.default_output(study)))
   return 0
 
 

@@ -1,9 +1,11 @@
 """A study's data directory: vocabulary, TFRecords and downstream tasks.
 
 `prepare` builds what is missing under `<work_dir>/data/`, with the
-project's own tools (build_vocab.py, build_pretraining_dataset.py), writes
-each downstream task as `finetuning_data/<name>/` with a task.json, and
-builds a regime's `corpus_task` corpus (the task's training text) under
+project's own tools (build_vocab.py, build_pretraining_dataset.py): the
+vocabulary (or a copy of the released start's), the TFRecords of
+`data.corpus_dir` when a regime reads them, each downstream task as
+`finetuning_data/<name>/` with a task.json, and a regime's `corpus_task`
+corpus (the task's training text) and its TFRecords under
 `regimes/<regime>/`. Re-running it skips what exists.
 """
 
@@ -15,6 +17,7 @@ import sys
 from finetune import readers
 from finetune import task_builder
 from studies import plan as plan_lib
+from studies import released
 from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
@@ -116,16 +119,37 @@ def write_task_corpus(task, directory):
   return directory
 
 
-def _build_records(corpus, vocab, records, d, log_path, log, what):
+def _build_records(corpus, vocab, records, d, max_seq_length, log_path, log,
+                   what):
   """Builds TFRecords of `corpus` unless `records` holds them already."""
   if not os.path.isfile(os.path.join(records, "manifest.json")):
     log("data: building pre-training TFRecords of %s" % what)
     _run(["build_pretraining_dataset.py", "--corpus-dir", corpus,
           "--vocab-file", vocab, "--output-dir", records,
-          "--max-seq-length", str(d.get("max_seq_length", 128)),
+          "--max-seq-length", str(max_seq_length),
           "--num-shards", str(d.get("num_shards", 4)),
           "--heldout-fraction", str(d.get("heldout_fraction", 0.05)),
           "--overwrite"], log_path)
+
+
+def _vocabulary(study, data, logs, log):
+  """The study's vocab.txt: the released start's (copied), or one built
+  from data.corpus_dir."""
+  vocab = os.path.join(data, "vocab.txt")
+  if "start" in study:
+    if not os.path.isfile(vocab):
+      log("data: the vocabulary of %s" % study["start"]["source"])
+    return released.copy_vocab(plan_lib.start_source(study), data)
+  d = study["data"]
+  if not os.path.isfile(vocab):
+    log("data: building a %d-token vocabulary from %s" % (
+        d.get("vocab_size", 8000), d["corpus_dir"]))
+    io_utils.make_dirs(data)
+    _run(["build_vocab.py", "--corpus-dir",
+          plan_lib.repo_path(d["corpus_dir"]), "--output", vocab,
+          "--vocab-size", str(d.get("vocab_size", 8000))],
+         os.path.join(logs, "build_vocab.log"))
+  return vocab
 
 
 def prepare(study, log=print):
@@ -134,28 +158,26 @@ def prepare(study, log=print):
   logs = os.path.join(plan_lib.work_dir(study), "logs")
   io_utils.make_dirs(logs)
   d = study["data"]
-  vocab = os.path.join(data, "vocab.txt")
-  corpus = plan_lib.repo_path(d["corpus_dir"])
-  if not os.path.isfile(vocab):
-    log("data: building a %d-token vocabulary from %s" % (
-        d.get("vocab_size", 8000), d["corpus_dir"]))
-    io_utils.make_dirs(data)
-    _run(["build_vocab.py", "--corpus-dir", corpus, "--output", vocab,
-          "--vocab-size", str(d.get("vocab_size", 8000))],
-         os.path.join(logs, "build_vocab.log"))
-  _build_records(corpus, vocab, os.path.join(data, "pretrain_tfrecords"), d,
-                 os.path.join(logs, "build_pretraining_dataset.log"), log,
-                 d["corpus_dir"])
+  vocab = _vocabulary(study, data, logs, log)
+  regimes = plan_lib.regimes(study)
+  plain = [r for r, s in regimes.items() if not s.get("corpus_task")]
+  if plain:  # Regimes that pre-train on data.corpus_dir.
+    _build_records(plan_lib.repo_path(d["corpus_dir"]), vocab,
+                   os.path.join(data, "pretrain_tfrecords"), d,
+                   plan_lib.regime_max_seq_length(study, plain[0]),
+                   os.path.join(logs, "build_pretraining_dataset.log"), log,
+                   d["corpus_dir"])
   tasks = {t["name"]: t for t in study.get("finetuning", {}).get("tasks", [])}
   for task in tasks.values():
     write_task(task, data)
-  for regime, settings in plan_lib.regimes(study).items():
+  for regime, settings in regimes.items():
     if settings.get("corpus_task"):
       directory = plan_lib.regime_data_dir(study, regime)
       corpus = write_task_corpus(tasks[settings["corpus_task"]],
                                  os.path.join(directory, "corpus"))
       _build_records(corpus, vocab,
                      os.path.join(directory, "pretrain_tfrecords"), d,
+                     plan_lib.regime_max_seq_length(study, regime),
                      os.path.join(logs, "build_%s_dataset.log" % regime), log,
                      "regime %s: the training text of task %s" % (
                          regime, settings["corpus_task"]))

@@ -1,7 +1,8 @@
 """A study's config and the runs it asks for.
 
-A study config (`study/<name>.json`) names the data, the pre-training
-regimes and variants, the seeds, and the downstream tasks:
+A study config (`study/<name>.json`; studies/config.py reads and checks it)
+names the data, the pre-training regimes and variants, the seeds, and the
+downstream tasks:
 
   {
     "name": "cpu_default",
@@ -9,6 +10,8 @@ regimes and variants, the seeds, and the downstream tasks:
     "data": {"corpus_dir": "../shared/data/corpus", "vocab_size": 8000,
              "max_seq_length": 128, "heldout_fraction": 0.05,
              "num_shards": 4},
+    "start": {"name": "released",          # optional: see below
+              "source": "../shared/data/models/all-minilm-l6-v2"},
     "pretraining": {
       "hparams": {...},                     # every run's
       "regimes": {"scratch": {...},         # per regime, over hparams
@@ -26,7 +29,8 @@ regimes and variants, the seeds, and the downstream tasks:
                  "hparams": {...}},         # this task's, over hparams
                 ...]},
     "budget_hours": 2.5,
-    "notes": "study/cpu_default.md"         # markdown put into RESULTS.md
+    "notes": "study/cpu_default.md",        # markdown put into RESULTS.md
+    "report": "docs/RESULTS.md"             # study.py's default --output
   }
 
 A regime's `init_from` names a model of an earlier regime: the study
@@ -37,6 +41,20 @@ dropped, the whole split even when the task takes a subset) becomes the
 regime's pre-training corpus, built with the study's vocabulary under
 `<work_dir>/data/regimes/<regime>/`: continued pre-training on the target
 domain's unlabelled text. Every other regime key is a pre-training hparam.
+
+A released start (`start`) is a Hugging Face BERT or ELECTRA folder
+outside the study, with its own vocab.txt (studies/released.py). With one:
+  * the study's vocabulary is the source's vocab.txt, copied to
+    `<work_dir>/data/vocab.txt` (so `data.vocab_size` is refused), and
+    every TFRecord is built with it;
+  * a regime's `init_from` may name the start: its runs load the folder
+    directly (no export). The study needs no scratch regime, and
+    `data.corpus_dir` only for a regime without a `corpus_task`;
+  * downstream gains a row named after the start (the folder fine-tuned
+    directly), which every pre-trained row and random initialisation are
+    compared with; random initialisation takes the folder's shape;
+  * the first task's fine-tunings of the start and of random initialisation
+    run first (they need no pre-training), then the pre-trainings.
 
 A task's `source` is a directory with `train.tsv` and `dev.tsv`, or one
 `.tsv` file that the study splits 80/10/10 with a fixed seed; the study
@@ -51,22 +69,14 @@ import json
 import os
 
 import configure
-from util import io_utils
-from util.errors import UserError
-from util.hparams import unknown_key_error
+from interop import convert
+from studies import released
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_TOP_KEYS = ("name", "work_dir", "data", "pretraining", "finetuning",
-             "budget_hours", "description", "notes")
-_DATA_KEYS = ("corpus_dir", "vocab_size", "max_seq_length",
-              "heldout_fraction", "num_shards")
-_PRETRAIN_KEYS = ("hparams", "regimes", "variants", "baseline", "seeds")
-_FINETUNE_KEYS = ("hparams", "seeds", "random_init", "tasks")
 # Regime keys that are the study's own, not run_pretraining.py hparams.
 _REGIME_KEYS = ("init_from", "corpus_task")
-_TASK_KEYS = ("name", "type", "source", "text_column", "label_column",
-              "train_subset", "hparams")
-# The model every downstream row is compared with.
+# Random initialisation: a downstream row every pre-trained row is compared
+# with.
 RANDOM_INIT = "random_init"
 
 Run = collections.namedtuple("Run", [
@@ -81,83 +91,24 @@ Run = collections.namedtuple("Run", [
 ])
 
 
-def _check_keys(where, value, allowed, required=()):
-  if not isinstance(value, dict):
-    raise UserError("%s must be a JSON object, got %s." % (
-        where, type(value).__name__))
-  for key in value if allowed is not None else ():
-    if key not in allowed:
-      raise UserError("%s: %s" % (where, unknown_key_error(key, allowed,
-                                                            what="key")))
-  for key in required:
-    if key not in value:
-      raise UserError("%s: key %r is required." % (where, key))
-
-
 def repo_path(path):
-  return path if os.path.isabs(path) else os.path.join(REPO, path)
-
-
-def load_study(path):
-  """The checked study config (a dict) of a JSON file; UserError naming the
-  file and key otherwise."""
-  if not os.path.isfile(path):
-    raise UserError("study config %s not found." % path)
-  try:
-    study = json.loads(io_utils.read_text(path))
-  except ValueError as e:
-    raise UserError("%s is not valid JSON: %s" % (path, e))
-  _check_keys(path, study, _TOP_KEYS,
-              ("name", "work_dir", "data", "pretraining"))
-  _check_keys(path + ": data", study["data"], _DATA_KEYS, ("corpus_dir",))
-  pre = study["pretraining"]
-  _check_keys(path + ": pretraining", pre, _PRETRAIN_KEYS,
-              ("variants", "seeds"))
-  if pre.get("baseline", "electra") not in pre["variants"]:
-    raise UserError("%s: pretraining.baseline %r is not one of the "
-                    "variants (%s)." % (path, pre.get("baseline", "electra"),
-                                        ", ".join(pre["variants"])))
-  fine = study.get("finetuning", {})
-  _check_keys(path + ": finetuning", fine, _FINETUNE_KEYS)
-  for i, task in enumerate(fine.get("tasks", [])):
-    where = "%s: finetuning.tasks[%d]" % (path, i)
-    _check_keys(where, task, _TASK_KEYS,
-                ("name", "type", "source", "text_column", "label_column"))
-    if not os.path.exists(repo_path(task["source"])):
-      raise UserError("%s: source %s does not exist." % (where,
-                                                          task["source"]))
-  _check_regimes(path, study)
-  if "notes" in study and not os.path.isfile(repo_path(study["notes"])):
-    raise UserError("%s: notes %s not found." % (path, study["notes"]))
-  corpus = repo_path(study["data"]["corpus_dir"])
-  if not os.path.isdir(corpus):
-    raise UserError("%s: data.corpus_dir %s is not a directory." % (
-        path, study["data"]["corpus_dir"]))
-  study["path"] = path
-  return study
-
-
-def _check_regimes(path, study):
-  pre = study["pretraining"]
-  tasks = [t["name"] for t in study.get("finetuning", {}).get("tasks", [])]
-  earlier = []
-  for regime, settings in (pre.get("regimes") or {}).items():
-    where = "%s: pretraining.regimes.%s" % (path, regime)
-    _check_keys(where, settings, None)
-    source = settings.get("init_from")
-    if source is not None and source not in earlier:
-      raise UserError("%s: init_from %r is not a model of an earlier regime "
-                      "(%s)." % (where, source, ", ".join(earlier) or "none"))
-    task = settings.get("corpus_task")
-    if task is not None and task not in tasks:
-      raise UserError("%s: corpus_task %r is not one of finetuning.tasks "
-                      "(%s)." % (where, task, ", ".join(tasks) or "none"))
-    earlier += ["%s-%s-s%d" % (regime, variant, seed)
-                for variant in pre["variants"] for seed in pre["seeds"]]
+  """`path` absolute and normalised; a relative one is taken from the
+  repository root ("../runs/x" is beside the repository)."""
+  return os.path.normpath(os.path.join(REPO, path))
 
 
 def regimes(study):
   return study["pretraining"].get("regimes") or {"scratch": {}}
+
+
+def start_name(study):
+  """The released start's name (its downstream row), or None."""
+  return study["start"]["name"] if "start" in study else None
+
+
+def start_source(study):
+  """The released start's folder, as an absolute path."""
+  return repo_path(study["start"]["source"])
 
 
 def export_dir(study, model):
@@ -190,13 +141,29 @@ def pretrained_models(study):
               regimes(study), pre["variants"], pre["seeds"])]
 
 
+def from_start(study, regime):
+  """Whether the models of `regime` descend from the released start: its
+  `init_from` is the start, or a model of a regime that descends from it."""
+  source = regimes(study)[regime].get("init_from")
+  if not source or "start" not in study:
+    return False
+  if source == start_name(study):
+    return True
+  return from_start(study, next(r for name, r, _, _ in
+                                pretrained_models(study) if name == source))
+
+
 def pretraining_hparams(study, regime, variant, seed):
   pre = study["pretraining"]
   hparams = dict(pre.get("hparams", {}))
   settings = regimes(study)[regime]
   hparams.update((k, v) for k, v in settings.items() if k not in _REGIME_KEYS)
-  if settings.get("init_from"):
-    hparams["init_checkpoint"] = export_dir(study, settings["init_from"])
+  source = settings.get("init_from")
+  if source:
+    # The start's folder loads as it is; a study's own model is exported.
+    hparams["init_checkpoint"] = (
+        start_source(study) if source == start_name(study) else
+        export_dir(study, source))
   if settings.get("corpus_task"):
     records = os.path.join(regime_data_dir(study, regime),
                            "pretrain_tfrecords")
@@ -210,6 +177,12 @@ def pretraining_hparams(study, regime, variant, seed):
   return hparams
 
 
+def regime_max_seq_length(study, regime):
+  """The sequence length of a regime's runs (its TFRecords are built so)."""
+  variant, seed = baseline(study), study["pretraining"]["seeds"][0]
+  return pretraining_hparams(study, regime, variant, seed)["max_seq_length"]
+
+
 # Pre-training hparams that fix the encoder fine-tuning loads: fine-tuning
 # takes them unless its own hparams set them.
 _ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "embedding_size",
@@ -217,42 +190,48 @@ _ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "embedding_size",
                     "relative_num_buckets", "relative_max_distance")
 
 
-def finetuning_hparams(study, task, init_checkpoint):
+def finetuning_sizes_until_adopted(study, model):
+  """TEMPORARY: drop this helper, and its one call in finetuning_hparams,
+  once run_finetuning.py takes the sizes of a pre-trained model directory
+  (its config.json). Until then, a model pre-trained from the released
+  start is fine-tuned with the start's shape given explicitly: its
+  pre-training hparams name no sizes (run_pretraining.py took them from the
+  folder), so `_ENCODER_HPARAMS` cannot carry them. {} for other models."""
+  regime = {name: r for name, r, _, _ in pretrained_models(study)}.get(model)
+  if regime is None or not from_start(study, regime):
+    return {}
+  return released.shape_hparams(start_source(study))
+
+
+def finetuning_hparams(study, task, model, init_checkpoint):
+  """The hparams of fine-tuning `model` (a pre-trained model, the start or
+  random_init) on `task` from `init_checkpoint`. Random initialisation of a
+  study with a released start takes the start's shape."""
   fine = study.get("finetuning", {})
   seeds = fine.get("seeds", [1])
   pre = study["pretraining"].get("hparams", {})
   hparams = {k: pre[k] for k in _ENCODER_HPARAMS if k in pre}
-  hparams.update(fine.get("hparams", {}))
-  hparams.update(task.get("hparams", {}))
+  if model == RANDOM_INIT and "start" in study:
+    hparams = convert.merge_hparams(
+        hparams, released.shape_hparams(start_source(study)))
+  for layer in (finetuning_sizes_until_adopted(study, model),
+                fine.get("hparams", {}), task.get("hparams", {})):
+    hparams = convert.merge_hparams(hparams, layer)
   hparams.update(task_names=[task["name"]], seed=seeds[0],
                  num_trials=len(seeds), init_checkpoint=init_checkpoint)
   return hparams
 
 
-def check_hparams(study):
-  """Builds every run's config before anything runs: a bad hparam in the
-  study is a UserError naming the run (not a failure an hour in)."""
-  for run in plan(study):
-    if run.kind == "export":
-      continue
-    hparams = json.loads(run.argv[run.argv.index("--hparams") + 1])
-    config_class = (configure.PretrainingConfig if run.kind == "pretrain"
-                    else configure.FinetuningConfig)
-    try:
-      config_class(run.model, data_dir(study), **hparams)
-    except UserError as e:
-      raise UserError("%s: run %r: %s" % (study["path"], run.id, e))
-
-
-def plan(study):
-  """Every `Run` of the study, in order: pre-training, then fine-tuning of
-  each pre-trained model (and of random initialisation) on each task."""
+def _pretraining_runs(study):
+  """The pre-training runs, each after the export of the model it starts
+  from (a study's own model; the released start loads as it is)."""
   data = data_dir(study)
-  models = os.path.join(data, "models")
   runs = []
   pretrain_ids = {}  # model name -> the id of the run that pre-trains it
   for name, regime, variant, seed in pretrained_models(study):
     source = regimes(study)[regime].get("init_from")
+    if source == start_name(study):
+      source = None
     if source and not any(r.kind == "export" and r.model == source
                           for r in runs):
       output = export_dir(study, source)
@@ -268,27 +247,53 @@ def plan(study):
         pretrain_ids[name], "pretrain",
         ["run_pretraining.py", "--data-dir", data, "--model-name", name,
          "--hparams", json.dumps(hparams, sort_keys=True)],
-        os.path.join(models, name, "results", "pretrain_eval.json"), name,
-        hparams.get("num_train_steps",
-                    configure.PRETRAIN_FIELDS["num_train_steps"].default), 0,
+        os.path.join(data, "models", name, "results", "pretrain_eval.json"),
+        name, hparams.get(
+            "num_train_steps",
+            configure.PRETRAIN_FIELDS["num_train_steps"].default), 0,
         ("export %s" % source,) if source else ()))
+  return runs
+
+
+def _finetuning_runs(study, pretrain_ids):
+  """[[fine-tuning runs of one task]] in task order: the start's, each
+  pre-trained model's, random initialisation's."""
+  data = data_dir(study)
+  models = os.path.join(data, "models")
   fine = study.get("finetuning", {})
-  sources = [(name, os.path.join(models, name, "checkpoints"))
-             for name, _, _, _ in pretrained_models(study)]
+  sources = [(start_name(study), start_source(study))] if (
+      "start" in study) else []
+  sources += [(name, os.path.join(models, name, "checkpoints"))
+              for name, _, _, _ in pretrained_models(study)]
   if fine.get("random_init", True):
     sources.append((RANDOM_INIT, "none"))
+  by_task = []
   for task in fine.get("tasks", []):
-    for name, init in sources:
+    by_task.append([])
+    for model, init in sources:
       # Fine-tuning writes under the model's own directory, beside its
       # pre-training results.
-      model = name
-      hparams = finetuning_hparams(study, task, init)
-      runs.append(Run(
-          "finetune %s from %s" % (task["name"], name), "finetune",
+      hparams = finetuning_hparams(study, task, model, init)
+      by_task[-1].append(Run(
+          "finetune %s from %s" % (task["name"], model), "finetune",
           ["run_finetuning.py", "--data-dir", data, "--model-name", model,
            "--hparams", json.dumps(hparams, sort_keys=True)],
           os.path.join(models, model, "results",
                        "%s_results.json" % task["name"]), model, 0,
           hparams["num_trials"],
-          (pretrain_ids[name],) if name in pretrain_ids else ()))
-  return runs
+          (pretrain_ids[model],) if model in pretrain_ids else ()))
+  return by_task
+
+
+def plan(study):
+  """Every `Run` of the study, in order: pre-training, then fine-tuning of
+  each model on each task. With a released start, the first task's
+  fine-tunings that need no pre-training (the start's and random
+  initialisation's, the study's reference points) run first."""
+  pretraining = _pretraining_runs(study)
+  by_task = _finetuning_runs(study, {r.model: r.id for r in pretraining
+                                     if r.kind == "pretrain"})
+  early = [r for r in by_task[0] if not r.needs] if (
+      "start" in study and by_task) else []
+  return early + pretraining + [r for runs in by_task for r in runs
+                                if r not in early]

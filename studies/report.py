@@ -2,11 +2,13 @@
 
 Pre-training rows are (regime, variant), each the mean +- std (sample std)
 over its seeds of the held-out metrics; downstream rows add random
-initialisation, each over every (pre-training seed, fine-tuning seed)
-pair. A row is compared with its baseline (ELECTRA in the same regime, and
-downstream random initialisation too) by the difference of the means, its
+initialisation and the released start (when the study has one), each over
+every (pre-training seed, fine-tuning seed) pair. A row is compared with its
+baselines (ELECTRA in the same regime; downstream random initialisation and
+the start too: studies/comparisons.py) by the difference of the means, its
 standard error and Welch's t-test on the rows' independent units
-(studies/statistics.py). Every run appears in the per-run tables.
+(studies/statistics.py). Every run appears in the per-run tables. The
+downstream comparisons also go to summary.json beside the figures.
 """
 
 import datetime
@@ -17,11 +19,13 @@ import numpy as np
 
 from pretrain import eval_metrics
 from pretrain import peak
+from studies import comparisons
 from studies import plan as plan_lib
 from studies import runner
 from studies import statistics
 from util import io_utils
 from util.io_utils import write_bytes_atomic
+from util.io_utils import write_json_atomic
 from util.io_utils import write_text_atomic
 from util.progress import format_duration
 
@@ -29,10 +33,17 @@ PRETRAIN_COLUMNS = ("disc_auc", "masked_lm_accuracy", "disc_loss",
                     "estimator_pearson", "estimator_spearman",
                     "disc_accuracy_pG_all", "disc_accuracy_pS_all",
                     "disc_accuracy_pG_masked", "disc_accuracy_pS_masked")
-# study.py's --output default, relative to the repository.
+# study.py's --output default, relative to the repository, for a study
+# config without a "report".
 DEFAULT_OUTPUT = os.path.join("docs", "RESULTS.md")
 # The pre-training metric rows are compared on.
 PRIMARY_PRETRAIN_METRIC = "disc_auc"
+
+
+def default_output(study):
+  """The report study.py writes without --output (relative to the
+  repository): the config's "report", else DEFAULT_OUTPUT."""
+  return os.path.normpath(study.get("report", DEFAULT_OUTPUT))
 
 
 def _cell(values, scale=1.0):
@@ -49,8 +60,8 @@ def _read(path):
 def collect(study):
   """{"pretrain": {model: {...}}, "downstream": {task: {row: {model:
   [values]}}}, "metrics": {task: primary metric}} of the finished runs: a
-  downstream row (regime/variant, or random_init) holds each of its
-  models' scores, one a fine-tuning seed."""
+  downstream row (the start's name, regime/variant, or random_init) holds
+  each of its models' scores, one a fine-tuning seed."""
   models = os.path.join(plan_lib.data_dir(study), "models")
   pre = {}
   for name, regime, variant, seed in plan_lib.pretrained_models(study):
@@ -60,9 +71,11 @@ def collect(study):
                      history=_read(os.path.join(
                          results, "pretrain_eval_history.json")) or [])
   down, metrics, per_run = {}, {}, []
-  sources = [(n, "%s/%s" % (r, v)) for n, r, v, _ in
-             plan_lib.pretrained_models(study)] + [
-                 (plan_lib.RANDOM_INIT, plan_lib.RANDOM_INIT)]
+  start = plan_lib.start_name(study)
+  sources = ([(start, start)] if start else []) + [
+      (n, "%s/%s" % (r, v)) for n, r, v, _ in
+      plan_lib.pretrained_models(study)] + [
+          (plan_lib.RANDOM_INIT, plan_lib.RANDOM_INIT)]
   for task in study.get("finetuning", {}).get("tasks", []):
     name = task["name"]
     down[name] = {}
@@ -124,50 +137,38 @@ def pretraining_tables(study, data):
   return lines
 
 
-def _units(row, models):
-  """The independent values of downstream row `row` ({model: [scores]}):
-  random initialisation's scores, one a fine-tuning seed, or each
-  pre-trained model's mean over its fine-tuning seeds."""
-  if row == plan_lib.RANDOM_INIT:
-    return [v for scores in models.values() for v in scores]
-  return [statistics.summary(scores)[0] for scores in models.values()]
-
-
 def downstream_tables(study, data):
   down, metrics = data["downstream"], data["metrics"]
   if not down:
     return []
   base = plan_lib.baseline(study)
+  start = plan_lib.start_name(study)
+  headers = comparisons.headers(study)
   lines = ["", "## Downstream: best dev score of each fine-tuning", "",
            "mean ± sample std over every (pre-training seed, fine-tuning "
-           "seed); \"vs random init\" is the difference from the random-"
-           "initialisation row, \"vs %s\" from the %s row of the same "
-           "regime, each ± its standard error, with the p-value of Welch's "
-           "t-test (separated: p < %.2g). The fine-tunings of one "
-           "pre-trained model are not independent of each other, so a "
-           "pre-trained row enters the test as its models' means (one a "
-           "pre-training seed), random initialisation as its fine-tuning "
-           "seeds." % (base, base, statistics.SEPARATION_P), ""]
+           "seed); a \"vs X\" column is the difference from row X (\"vs "
+           "%s\": the %s row of the same regime) ± its standard error, with "
+           "the p-value of Welch's t-test (separated: p < %.2g). The "
+           "fine-tunings of one pre-trained model are not independent of "
+           "each other, so a pre-trained row enters the test as its models' "
+           "means (one a pre-training seed), %s." % (
+               base, base, statistics.SEPARATION_P,
+               "random initialisation and the released start (%s) as their "
+               "fine-tuning seeds" % start if start else
+               "random initialisation as its fine-tuning seeds"), ""]
   for task, rows in down.items():
     lines += ["### %s (%s)" % (task, metrics.get(task, "-")), "",
-              "| initialisation | %s | vs random init | vs %s |" % (
-                  metrics.get(task, "score"), base), "|---|---|---|---|"]
-    random_units = _units(plan_lib.RANDOM_INIT,
-                          rows.get(plan_lib.RANDOM_INIT, {}))
+              "| initialisation | %s | %s |" % (
+                  metrics.get(task, "score"), " | ".join(headers)),
+              "|---" * (len(headers) + 2) + "|"]
     for row, models in rows.items():
-      if row == plan_lib.RANDOM_INIT:
-        compared = ("-", "-")
-      else:
-        regime, variant = row.split("/", 1)
-        units = _units(row, models)
-        baseline_row = "%s/%s" % (regime, base)
-        compared = (statistics.versus(units, random_units),
-                    "-" if variant == base else statistics.versus(
-                        units, _units(baseline_row, rows.get(baseline_row,
-                                                             {}))))
+      compared = [
+          "-" if other is None else statistics.versus(
+              *comparisons.unit_pair(study, rows, row, other))
+          for other in comparisons.baselines(study, row)]
       values = [v for scores in models.values() for v in scores]
-      lines.append("| %s | %s | %s | %s |" % ((row, _cell(values)) +
-                                              compared))
+      lines.append("| %s | %s | %s |" % (row, _cell(values),
+                                         " | ".join(compared)))
     lines.append("")
   lines += ["Every fine-tuning run:", "", "| task | model | seed | metric | "
             "best dev |", "|---|---|---|---|---|"]
@@ -175,9 +176,10 @@ def downstream_tables(study, data):
   return lines
 
 
-def provenance(study, output=DEFAULT_OUTPUT):
+def provenance(study, output=None):
   """Lines naming the command (with `--output` unless it is the default),
   the date, the machine and the wall time."""
+  output = output or default_output(study)
   timings = runner.load_timings(study)
   runs = plan_lib.plan(study)
   by_kind = {}
@@ -191,7 +193,7 @@ def provenance(study, output=DEFAULT_OUTPUT):
   command = "python study.py --config %s" % os.path.relpath(
       study["path"], plan_lib.REPO)
   output = os.path.relpath(os.path.abspath(output), plan_lib.REPO)
-  if output != DEFAULT_OUTPUT:
+  if output != default_output(study):
     command += " --output %s" % output
   return [
       "- command: `%s`" % command,
@@ -293,11 +295,20 @@ def hardness_figure(data, path):
   return _save(fig, path)
 
 
+def figures_dir(study, output):
+  """Where the figures and summary.json of report `output` go: beside it,
+  in results_<study name>/."""
+  return os.path.join(os.path.dirname(os.path.abspath(output)),
+                      "results_" + study["name"])
+
+
 def write_report(study, output):
-  """Writes `output` (RESULTS.md) and its figures beside it; returns it."""
+  """Writes `output` (RESULTS.md), its figures and summary.json (every
+  downstream comparison: studies/comparisons.py) beside it; returns it."""
   data = collect(study)
-  figures = os.path.join(os.path.dirname(os.path.abspath(output)),
-                         "results_" + study["name"])
+  figures = figures_dir(study, output)
+  write_json_atomic(os.path.join(figures, "summary.json"),
+                    comparisons.summary(study, data))
   rows = _rows(data["pretrain"])
   lines = ["# Results: study %s" % study["name"], "",
            study.get("description", ""), ""]

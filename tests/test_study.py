@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import study as study_cli
+from studies import config as config_lib
 from studies import plan as plan_lib
 from studies import report
 from studies import runner
@@ -41,7 +42,7 @@ def smoke(tmp_path_factory):
 
 def test_the_command_names_output_only_when_it_is_not_the_default(smoke):
   config = smoke[0]
-  study = plan_lib.load_study(config)
+  study = config_lib.load_study(config)
   default = os.path.join(REPO, "docs", "RESULTS.md")
   assert report.provenance(study, default)[0] == (
       "- command: `python study.py --config %s`" % os.path.relpath(
@@ -146,7 +147,7 @@ def test_elapsed_time_counts_overlapping_runs_once():
 
 
 def test_a_downstream_row_is_tested_on_its_models_means(tmp_path):
-  study = plan_lib.load_study(_config(tmp_path))
+  study = config_lib.load_study(_config(tmp_path))
   base = plan_lib.baseline(study)
   # Two models a row, fine-tuned 3 times each: a gap that is large against
   # the spread within a model but not against the spread between models.
@@ -166,20 +167,20 @@ def test_a_downstream_row_is_tested_on_its_models_means(tmp_path):
 
 def test_bad_configs_name_the_key(tmp_path):
   with pytest.raises(UserError, match="unknown key 'seed'"):
-    plan_lib.load_study(_config(tmp_path, seed=3))
+    config_lib.load_study(_config(tmp_path, seed=3))
   with pytest.raises(UserError, match="data: unknown key 'corpus_dri'. "
                      "Did you mean 'corpus_dir'"):
     config = json.loads(open(_config(tmp_path)).read())
     config["data"]["corpus_dri"] = config["data"]["corpus_dir"]
     path = tmp_path / "typo.json"
     path.write_text(json.dumps(config))
-    plan_lib.load_study(str(path))
+    config_lib.load_study(str(path))
   with pytest.raises(UserError, match="baseline 'bert' is not one of"):
     config = json.loads(open(_config(tmp_path)).read())
     config["pretraining"]["baseline"] = "bert"
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(config))
-    plan_lib.load_study(str(path))
+    config_lib.load_study(str(path))
 
 
 def test_a_bad_hparam_fails_before_any_run_and_names_it(tmp_path):
@@ -189,7 +190,7 @@ def test_a_bad_hparam_fails_before_any_run_and_names_it(tmp_path):
   path.write_text(json.dumps(config))
   with pytest.raises(UserError, match="run 'finetune sst_fixture from "
                      "scratch-electra-s1': .*num_train_epochs"):
-    plan_lib.check_hparams(plan_lib.load_study(str(path)))
+    config_lib.check_hparams(config_lib.load_study(str(path)))
   assert not (tmp_path / "work").exists()
 
 
@@ -203,11 +204,11 @@ def test_bad_regimes_name_the_key(tmp_path, key, value, message):
   path = tmp_path / "bad.json"
   path.write_text(json.dumps(config))
   with pytest.raises(UserError, match="regimes.continued: %s" % key):
-    plan_lib.load_study(str(path))
+    config_lib.load_study(str(path))
 
 
 def test_workers_claim_runs_and_take_over_a_dead_workers_claim(tmp_path):
-  study = plan_lib.load_study(_config(tmp_path))
+  study = config_lib.load_study(_config(tmp_path))
   first, second = plan_lib.plan(study)[:2]
   held = runner.claim(study, first)
   assert held and open(held).read() == str(os.getpid())
@@ -222,7 +223,7 @@ def test_workers_claim_runs_and_take_over_a_dead_workers_claim(tmp_path):
 
 
 def test_a_worker_skips_runs_another_worker_holds(tmp_path):
-  study = plan_lib.load_study(_config(tmp_path))
+  study = config_lib.load_study(_config(tmp_path))
   runs = plan_lib.plan(study)
   other = subprocess.Popen([sys.executable, "-c", "import time; "
                             "time.sleep(60)"])
@@ -242,7 +243,7 @@ def test_a_worker_skips_runs_another_worker_holds(tmp_path):
 
 def test_a_run_waits_for_the_model_another_worker_is_still_making(
     tmp_path, monkeypatch):
-  study = plan_lib.load_study(_config(tmp_path))
+  study = config_lib.load_study(_config(tmp_path))
   runs = plan_lib.plan(study)
   first = runs[0]  # Scratch ELECTRA: the export and every later regime need it.
   done, order = set(), []
@@ -287,7 +288,7 @@ def test_a_run_waits_for_the_model_another_worker_is_still_making(
 
 
 def test_every_run_needs_only_earlier_runs(tmp_path):
-  runs = plan_lib.plan(plan_lib.load_study(_config(tmp_path)))
+  runs = plan_lib.plan(config_lib.load_study(_config(tmp_path)))
   seen = set()
   for run in runs:
     assert set(run.needs) <= seen, (run.id, run.needs)
@@ -303,7 +304,7 @@ def test_a_tasks_first_estimate_scales_another_tasks_time_by_its_work(
   small = dict(fine["tasks"][0], name="small", train_subset=10,
                hparams={"num_train_epochs": 4.0})
   fine["tasks"].append(small)
-  study = plan_lib.load_study(_config(tmp_path, finetuning=fine))
+  study = config_lib.load_study(_config(tmp_path, finetuning=fine))
   tasks = os.path.join(plan_lib.data_dir(study), "finetuning_data")
   for name, train, dev in (("sst_fixture", 40, 30), ("small", 10, 30)):
     os.makedirs(os.path.join(tasks, name))
