@@ -98,6 +98,12 @@ _PRETRAIN_FIELDS = dict(
     generator_hidden_size=Field(0.25, (float, int), "G's hidden size as a "
                                 "fraction of D's.",
                                 min=0, max=1, exclusive="min"),
+    generator_intermediate_size=Field(None, (int, type(None)), "G's FFN "
+                                      "width; None: 4 x G's hidden size "
+                                      "(ELECTRA's rule).", min=1),
+    generator_num_attention_heads=Field(None, (int, type(None)), "G's "
+                                        "attention heads; None: G's hidden "
+                                        "size over D's head width.", min=1),
     disallow_correct=Field(False, bool, "Never sample the original token."),
     temperature=Field(1.0, (float, int), "Sampling temperature of p_G.",
                       min=0, exclusive="min"),
@@ -235,7 +241,14 @@ def implied_vocab_size(hparams, vocab_file):
 
 
 class _Config(HParams):
-  """The model and path fields shared by pre-training and fine-tuning."""
+  """The model and path fields shared by pre-training and fine-tuning.
+
+  `adopted_from`, when a run's sizes came from its init_checkpoint, is
+  {"source": path, "hparams": what it set} (interop/adoption.py); it is
+  saved in config.json with the sizes it gave.
+  """
+
+  adopted_from = None
 
   def _derive(self):
     self.vocab_file = self.vocab_file or os.path.join(self.data_dir,
@@ -261,7 +274,10 @@ class _Config(HParams):
       raise ConfigError("strategy 'tpu' needs hparam 'tpu_name'.")
 
   def _derived_dict(self):
-    return dict(model_hparams=self.model_hparams)
+    derived = dict(model_hparams=self.model_hparams)
+    if self.adopted_from:
+      derived["adopted_from"] = self.adopted_from
+    return derived
 
 
 class PretrainingConfig(_Config):
@@ -305,8 +321,10 @@ class PretrainingConfig(_Config):
           m["hidden_size"] * self.generator_hidden_size)))
       gen["num_hidden_layers"] = max(1, int(round(
           m["num_hidden_layers"] * self.generator_layers)))
-      gen["intermediate_size"] = 4 * gen["hidden_size"]
-      gen["num_attention_heads"] = max(1, gen["hidden_size"] // 64)
+      gen["intermediate_size"] = (self.generator_intermediate_size or
+                                  4 * gen["hidden_size"])
+      gen["num_attention_heads"] = (self.generator_num_attention_heads or
+                                    max(1, gen["hidden_size"] // 64))
     self.generator_hparams = gen
 
   def _validate(self):
@@ -344,6 +362,11 @@ class PretrainingConfig(_Config):
       raise ConfigError("untied_generator false shares the discriminator's "
                         "transformer, so generator_hidden_size and "
                         "generator_layers must be 1.0.")
+    heads, width = (self.generator_num_attention_heads,
+                    self.generator_hparams["hidden_size"])
+    if heads and width % heads:
+      raise ConfigError("the generator's hidden size %d is not divisible by "
+                        "generator_num_attention_heads %d." % (width, heads))
 
   def _derived_dict(self):
     return dict(super(PretrainingConfig, self)._derived_dict(),

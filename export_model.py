@@ -9,8 +9,9 @@ The first form exports the latest pre-training checkpoint of D/models/M
 (with the hparams of its config.json). The second converts any source the
 loader reads (interop/loader.py): an HF folder, a folder of HF
 `discriminator/` + `generator/`, a Google TF1 checkpoint or one of ours;
-sizes come from the source, `--hparams` adds what it does not record (the
-number of heads of a TF1 checkpoint without bert_config.json).
+every size it records is adopted (interop/adoption.py), `--hparams` adds
+what it does not record (the number of heads of a TF1 checkpoint without
+bert_config.json).
 
 `hf` writes OUT/discriminator (ElectraForPreTraining) and OUT/generator
 (ElectraForMaskedLM); `tf1` writes OUT/model.ckpt-<step> with Google's
@@ -80,7 +81,8 @@ def main(argv=None):
   if args.task:
     return _export_finetuned(args, user)
 
-  from interop import convert  # pylint: disable=g-import-not-at-top
+  from interop import adoption  # pylint: disable=g-import-not-at-top
+  from interop import convert
   from interop import hf
   from interop import loader
   from interop import names
@@ -99,9 +101,12 @@ def main(argv=None):
     source = args.checkpoint
     if not (io_utils.exists(source) or io_utils.exists(source + ".index")):
       raise UserError("--checkpoint %s does not exist." % source)
-    config = convert.pretraining_config(
-        args.model_name or "exported", args.data_dir or ".", user,
-        source=source)
+    name, data_dir = args.model_name or "exported", args.data_dir or "."
+    hparams, adopted = adoption.adopt(
+        configure.PretrainingConfig, name, data_dir, user, source,
+        into_data_dir=False)
+    config = configure.PretrainingConfig(name, data_dir, **hparams)
+    config.adopted_from = adopted
   if args.format in ("hf", "tf1"):
     names.refuse_relative_position(config, args.format)  # Before any work.
   model = builders.build_pretrainer_with_variables(config)

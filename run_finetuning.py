@@ -8,7 +8,9 @@ Data: D/finetuning_data/<task>/{train,dev,test}.*; weights: the pre-training
 checkpoint in D/models/M/checkpoints (or hparam `init_checkpoint`, "none"
 for random initialisation); results: D/models/M/results/; fine-tuned models:
 D/models/M/finetuning_models/. `--hparams` is a JSON object or a path to a
-.json file; the keys are `configure.FinetuningConfig`'s.
+.json file; the keys are `configure.FinetuningConfig`'s. The model's sizes
+and vocabulary come from the weights' source (interop/adoption.py): its
+config.json, an HF folder's or a TF1 checkpoint's; no size hparam is needed.
 """
 
 import argparse
@@ -17,8 +19,7 @@ from util.cli import quiet_tensorflow_startup
 
 quiet_tensorflow_startup()
 
-from configure import FINETUNE_FIELDS  # pylint: disable=g-import-not-at-top
-from configure import FinetuningConfig
+from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
 from configure import implied_vocab_size
 from util.hparams import load_hparams
 from util.cli import run_main
@@ -38,14 +39,22 @@ def parse_args(argv=None):
 def main(argv=None):
   args = parse_args(argv)
   hparams = load_hparams(args.hparams)
-  if hparams.get("init_checkpoint") not in (None, "none"):
-    from interop import convert  # pylint: disable=g-import-not-at-top
-    hparams = convert.with_source_hparams(hparams, FINETUNE_FIELDS)
+  adopted = None
+  if hparams.get("init_checkpoint") != "none":
+    # The weights' source (the pre-trained model by default) sets the sizes.
+    from interop import adoption  # pylint: disable=g-import-not-at-top
+    source = adoption.finetuning_source(hparams, args.data_dir,
+                                        args.model_name)
+    if source:
+      hparams, adopted = adoption.adopt(
+          FinetuningConfig, args.model_name, args.data_dir, hparams, source,
+          log=lambda line: print(line, flush=True))
   config = FinetuningConfig(args.model_name, args.data_dir, **hparams)
   implied = implied_vocab_size(hparams, config.vocab_file)
   if implied:
     config = FinetuningConfig(args.model_name, args.data_dir,
                               **dict(hparams, **implied))
+  config.adopted_from = adopted
   # Imported here so a bad flag or hparam is reported before TensorFlow loads.
   from finetune import runner  # pylint: disable=g-import-not-at-top
   return runner.run_finetuning(config)

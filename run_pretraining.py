@@ -6,6 +6,9 @@ Reads `D/pretrain_tfrecords/pretrain_data.tfrecord*` (and, for evaluation,
 `D/pretrain_tfrecords/heldout_data.tfrecord*` when present) and `D/vocab.txt`;
 writes checkpoints, TensorBoard summaries, `config.json` and `results/` under
 `D/models/M`. Re-running the same command resumes from the last checkpoint.
+With hparam `init_checkpoint` the model's sizes and vocabulary are the
+source's (interop/adoption.py); config.json records them under
+`adopted_from`.
 """
 
 import argparse
@@ -31,9 +34,12 @@ def build_config(data_dir, model_name, hparams):
     raise UserError("data directory %s does not exist; build it with "
                     "build_pretraining_dataset.py (see README)." % data_dir)
   hparams = hparams_lib.load_hparams(hparams)
+  adopted = None
   if hparams.get("init_checkpoint"):
-    from interop import convert  # pylint: disable=g-import-not-at-top
-    hparams = convert.with_source_hparams(hparams, configure.PRETRAIN_FIELDS)
+    from interop import adoption  # pylint: disable=g-import-not-at-top
+    hparams, adopted = adoption.adopt(
+        configure.PretrainingConfig, model_name, data_dir, hparams,
+        hparams["init_checkpoint"], log=lambda line: print(line, flush=True))
   config = configure.PretrainingConfig(model_name, data_dir, **hparams)
   if not io_utils.exists(config.vocab_file):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
@@ -47,6 +53,7 @@ def build_config(data_dir, model_name, hparams):
   if implied:
     config = configure.PretrainingConfig(model_name, data_dir,
                                          **dict(hparams, **implied))
+  config.adopted_from = adopted
   return config
 
 

@@ -44,16 +44,10 @@ _RELATIVE_KEYS = ("relative_position", "relative_num_buckets",
 def _check_pretrained_config(config, prefix):
   """UserError if the pre-training config.json next to the checkpoint
   describes another architecture than this fine-tuning config."""
-  checkpoint_dir = os.path.dirname(prefix)
-  candidates = [os.path.join(checkpoint_dir, "config.json"),
-                os.path.join(os.path.dirname(checkpoint_dir), "config.json")]
-  path = next((p for p in candidates if io_utils.is_file(p)), None)
+  path = saved_config.config_beside(prefix)
   if path is None:
     return
-  try:
-    pretrained = io_utils.read_json(path)
-  except ValueError as e:
-    raise UserError("%s is not valid JSON: %s" % (path, e))
+  pretrained = saved_config.read_saved(path)
   model = saved_config.saved_network_hparams(pretrained)
   ours = config.network_hparams()
   overrides = {key: model[key] for key in _ARCHITECTURE_KEYS

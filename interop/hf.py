@@ -74,8 +74,9 @@ def sizes_from_hf_config(config, path):
                                         config["position_embedding_type"]))
   eps = config.get("layer_norm_eps", 1e-12)
   if abs(eps - 1e-12) > 1e-15:
-    raise UserError("%s: layer_norm_eps %g; this model's LayerNorms use "
-                    "1e-12." % (path, eps))
+    raise UserError("%s: layer_norm_eps %g cannot be adopted: this "
+                    "project's LayerNorms are fixed at epsilon 1e-12." % (
+                        path, eps))
   act = config.get("hidden_act", "gelu")
   if act not in _FROM_HF_ACT:
     raise UserError("%s: hidden_act %r is not supported; supported: %s." % (

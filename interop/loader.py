@@ -95,14 +95,12 @@ def check_sizes(ours, theirs, description):
   for role in sorted(set(ours) & set(theirs)):
     for key in hf.SIZE_KEYS:
       if key in theirs[role] and theirs[role][key] != ours[role][key]:
-        diffs.append("%s %s: %r in the source, %r in hparams" % (
+        diffs.append("%s %s: %r in the source, %r in this model" % (
             role, key, theirs[role][key], ours[role][key]))
   if diffs:
-    raise UserError("%s does not match this model's sizes (%s). Take the "
-                    "source's values: drop these hparams or set them to the "
-                    "source's (generator sizes come from generator_hidden_size"
-                    " and generator_layers)." % (description,
-                                                  "; ".join(diffs)))
+    raise UserError("%s does not match this model's sizes (%s). Build the "
+                    "model with the source's sizes (the scripts adopt them: "
+                    "interop/adoption.py)." % (description, "; ".join(diffs)))
 
 
 def _assign(entries, source, log):

@@ -2,8 +2,10 @@
 
 Every run writes its whole config to `<model_dir>/config.json`. Export and
 fine-tuning rebuild a model from it (`saved_hparams`,
-`saved_network_hparams`); pre-training refuses to resume checkpoints written
-by a model of another shape (`check_saved_config`).
+`saved_network_hparams`); a run starting from a checkpoint finds it there
+(`config_beside`) and adopts its sizes (interop/adoption.py); pre-training
+refuses to resume checkpoints written by a model of another shape
+(`check_saved_config`).
 """
 
 import json
@@ -44,6 +46,28 @@ def saved_network_hparams(saved, role="discriminator"):
   hparams = dict(saved.get(key, {}))
   hparams.update({k: saved[k] for k in EMBEDDING_KEYS if k in saved})
   return hparams
+
+
+def config_beside(prefix):
+  """The config.json of the run that wrote checkpoint `prefix`, or None.
+
+  Looked for beside the checkpoint and one directory up (a pre-training
+  model directory holds `config.json` and `checkpoints/`).
+  """
+  checkpoint_dir = os.path.dirname(prefix)
+  for directory in (checkpoint_dir, os.path.dirname(checkpoint_dir)):
+    path = os.path.join(directory, "config.json")
+    if io_utils.is_file(path):
+      return path
+  return None
+
+
+def read_saved(path):
+  """A saved config.json as a dict (UserError if it is not JSON)."""
+  try:
+    return io_utils.read_json(path)
+  except ValueError as e:
+    raise UserError("%s is not valid JSON: %s" % (path, e))
 
 
 # Config fields that decide the shapes of the checkpointed variables.

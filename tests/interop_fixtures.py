@@ -103,3 +103,72 @@ def loaded_cleanly(outputs):
   """True when from_pretrained reported no missing/unexpected/mismatched."""
   return all(list(outputs[k]) == [""] for k in (
       "missing_keys", "unexpected_keys", "mismatched_keys"))
+
+
+def google_tower(scope, embeddings_scope, hidden, layers, intermediate,
+                 with_embeddings):
+  """{name: shape} of one tower in google-research/electra's names
+  (embedding width 16, 32 positions)."""
+  shapes = {}
+  if with_embeddings:
+    e = embeddings_scope + "/embeddings/"
+    shapes.update({e + "word_embeddings": [VOCAB_SIZE, 16],
+                   e + "position_embeddings": [32, 16],
+                   e + "token_type_embeddings": [2, 16],
+                   e + "LayerNorm/gamma": [16], e + "LayerNorm/beta": [16]})
+  shapes[scope + "/embeddings_project/kernel"] = [16, hidden]
+  shapes[scope + "/embeddings_project/bias"] = [hidden]
+  for i in range(layers):
+    p = "%s/encoder/layer_%d/" % (scope, i)
+    for sub in ("attention/self/query", "attention/self/key",
+                "attention/self/value", "attention/output/dense"):
+      shapes[p + sub + "/kernel"] = [hidden, hidden]
+      shapes[p + sub + "/bias"] = [hidden]
+    shapes[p + "intermediate/dense/kernel"] = [hidden, intermediate]
+    shapes[p + "intermediate/dense/bias"] = [intermediate]
+    shapes[p + "output/dense/kernel"] = [intermediate, hidden]
+    shapes[p + "output/dense/bias"] = [hidden]
+    for ln in ("attention/output/LayerNorm", "output/LayerNorm"):
+      shapes[p + ln + "/gamma"] = [hidden]
+      shapes[p + ln + "/beta"] = [hidden]
+  return shapes
+
+
+def write_google_checkpoint(directory, disc=(32, 2, 64), gen=(8, 2, 32)):
+  """A TF1 pre-training checkpoint as Google's code names it, with shared
+  embeddings, an Adam slot and global_step; no config beside it.
+
+  Args:
+    directory: a pathlib directory; gets model.ckpt-100.
+    disc, gen: (hidden, layers, intermediate size) of D's and G's towers.
+  Returns {name: value} of the model's tensors.
+  """
+  shapes = google_tower("electra", "electra", *disc, with_embeddings=True)
+  shapes.update(google_tower("generator", "electra", *gen,
+                             with_embeddings=False))
+  d, g = disc[0], gen[0]
+  shapes.update({
+      "discriminator_predictions/dense/kernel": [d, d],
+      "discriminator_predictions/dense/bias": [d],
+      "discriminator_predictions/dense_1/kernel": [d, 1],
+      "discriminator_predictions/dense_1/bias": [1],
+      "generator_predictions/dense/kernel": [g, 16],
+      "generator_predictions/dense/bias": [16],
+      "generator_predictions/LayerNorm/gamma": [16],
+      "generator_predictions/LayerNorm/beta": [16],
+      "generator_predictions/output_bias": [VOCAB_SIZE]})
+  rng = np.random.default_rng(5)
+  values = {n: rng.standard_normal(s).astype(np.float32)
+            for n, s in shapes.items()}
+  with tf.Graph().as_default():
+    variables = [tf.compat.v1.get_variable(n, initializer=tf.constant(v))
+                 for n, v in sorted(values.items())]
+    variables.append(tf.compat.v1.get_variable(
+        "electra/embeddings/word_embeddings/adam_m",
+        initializer=tf.zeros([VOCAB_SIZE, 16])))
+    variables.append(tf.compat.v1.train.get_or_create_global_step())
+    saver = tf.compat.v1.train.Saver(variables)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      saver.save(session, str(directory / "model.ckpt"), global_step=100)
+  return values

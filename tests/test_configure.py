@@ -137,3 +137,16 @@ def test_embedding_sizes_live_at_the_top_level_only():
     with pytest.raises(ConfigError, match="%r is a top-level hparam: set "
                        "\"%s\": 64 beside" % (key, key)):
       PretrainingConfig("m", "/d", model_hparam_overrides={key: 64})
+
+
+def test_generator_ffn_and_heads_follow_the_rule_unless_set():
+  default = PretrainingConfig("m", "/d").generator_hparams
+  assert default["intermediate_size"] == 4 * default["hidden_size"] == 256
+  c = PretrainingConfig("m", "/d", generator_intermediate_size=100,
+                        generator_num_attention_heads=2)
+  assert (c.generator_hparams["intermediate_size"],
+          c.generator_hparams["num_attention_heads"]) == (100, 2)
+  assert c.model_hparams["intermediate_size"] == 1024  # D's own.
+  with pytest.raises(ConfigError, match="hidden size 64 is not divisible by "
+                     "generator_num_attention_heads 3"):
+    PretrainingConfig("m", "/d", generator_num_attention_heads=3)

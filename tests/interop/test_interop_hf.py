@@ -121,7 +121,7 @@ def test_transformers_electra_loads_into_ours(world):
                                  ix.pf.TINY_MODEL, intermediate_size=48,
                                  hidden_act="gelu_exact")), randomise=False)
   with pytest.raises(UserError, match=r"intermediate_size: 64 in the source, "
-                     r"48 in hparams"):
+                     r"48 in this model"):
     loader.load_into(other, pair, log=lambda _: None)
 
 

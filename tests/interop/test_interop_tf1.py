@@ -45,68 +45,8 @@ def test_round_trip_ours_tf1_ours_is_exact_with_sampling_head(tmp_path, vocab):
     np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.name)
 
 
-def _google_tower(scope, embeddings_scope, hidden, layers, intermediate,
-                  with_embeddings):
-  """{name: shape} of one tower in google-research/electra's names."""
-  shapes = {}
-  if with_embeddings:
-    e = embeddings_scope + "/embeddings/"
-    shapes.update({e + "word_embeddings": [ix.VOCAB_SIZE, 16],
-                   e + "position_embeddings": [32, 16],
-                   e + "token_type_embeddings": [2, 16],
-                   e + "LayerNorm/gamma": [16], e + "LayerNorm/beta": [16]})
-  shapes[scope + "/embeddings_project/kernel"] = [16, hidden]
-  shapes[scope + "/embeddings_project/bias"] = [hidden]
-  for i in range(layers):
-    p = "%s/encoder/layer_%d/" % (scope, i)
-    for sub in ("attention/self/query", "attention/self/key",
-                "attention/self/value", "attention/output/dense"):
-      shapes[p + sub + "/kernel"] = [hidden, hidden]
-      shapes[p + sub + "/bias"] = [hidden]
-    shapes[p + "intermediate/dense/kernel"] = [hidden, intermediate]
-    shapes[p + "intermediate/dense/bias"] = [intermediate]
-    shapes[p + "output/dense/kernel"] = [intermediate, hidden]
-    shapes[p + "output/dense/bias"] = [hidden]
-    for ln in ("attention/output/LayerNorm", "output/LayerNorm"):
-      shapes[p + ln + "/gamma"] = [hidden]
-      shapes[p + ln + "/beta"] = [hidden]
-  return shapes
-
-
-def _write_google_checkpoint(directory):
-  """A TF1 pre-training checkpoint as Google's code names it (D hidden 32,
-  G hidden 8, shared embeddings), with Adam slots and global_step."""
-  shapes = _google_tower("electra", "electra", 32, 2, 64, True)
-  shapes.update(_google_tower("generator", "electra", 8, 2, 32, False))
-  shapes.update({
-      "discriminator_predictions/dense/kernel": [32, 32],
-      "discriminator_predictions/dense/bias": [32],
-      "discriminator_predictions/dense_1/kernel": [32, 1],
-      "discriminator_predictions/dense_1/bias": [1],
-      "generator_predictions/dense/kernel": [8, 16],
-      "generator_predictions/dense/bias": [16],
-      "generator_predictions/LayerNorm/gamma": [16],
-      "generator_predictions/LayerNorm/beta": [16],
-      "generator_predictions/output_bias": [ix.VOCAB_SIZE]})
-  rng = np.random.default_rng(5)
-  values = {n: rng.standard_normal(s).astype(np.float32)
-            for n, s in shapes.items()}
-  with tf.Graph().as_default():
-    variables = [tf.compat.v1.get_variable(n, initializer=tf.constant(v))
-                 for n, v in sorted(values.items())]
-    variables.append(tf.compat.v1.get_variable(
-        "electra/embeddings/word_embeddings/adam_m",
-        initializer=tf.zeros([ix.VOCAB_SIZE, 16])))
-    variables.append(tf.compat.v1.train.get_or_create_global_step())
-    saver = tf.compat.v1.train.Saver(variables)
-    with tf.compat.v1.Session() as session:
-      session.run(tf.compat.v1.global_variables_initializer())
-      saver.save(session, str(directory / "model.ckpt"), global_step=100)
-  return values
-
-
 def test_google_named_tf1_checkpoint_loads(tmp_path, vocab):
-  values = _write_google_checkpoint(tmp_path)
+  values = ix.write_google_checkpoint(tmp_path)
   config = ix.config(vocab)
   model = ix.build(config, randomise=False)
   # No bert_config.json: the heads come from hparams (unchecked); the other
@@ -131,14 +71,14 @@ def test_google_named_tf1_checkpoint_loads(tmp_path, vocab):
   with open(tmp_path / "bert_config.json", "w") as f:
     json.dump({"num_attention_heads": 4, "hidden_act": "gelu"}, f)
   with pytest.raises(UserError, match=r"num_attention_heads: 4 in the "
-                     r"source, 2 in hparams"):
+                     r"source, 2 in this model"):
     loader.load_into(model, str(tmp_path), log=_no_log)
   # Other shapes than the hparams: an error naming both.
   small = ix.build(ix.config(vocab, model_hparam_overrides=dict(
       ix.pf.TINY_MODEL, intermediate_size=48)), randomise=False)
   (tmp_path / "bert_config.json").unlink()
   with pytest.raises(UserError, match=r"intermediate_size: 64 in the "
-                     r"source, 48 in hparams"):
+                     r"source, 48 in this model"):
     loader.load_into(small, str(tmp_path), log=_no_log)
 
 

@@ -66,3 +66,22 @@ def test_a_directory_without_checkpoints_is_not_checked(tmp_path):
   PretrainingConfig("m", "/d", vocab_size=100, model_dir=str(tmp_path)).save()
   saved_config.check_saved_config(PretrainingConfig(
       "m", "/d", vocab_size=200, model_dir=str(tmp_path)))
+
+
+def test_adopted_from_and_generator_sizes_are_saved_and_rebuilt(tmp_path):
+  c = PretrainingConfig("m", "/d", vocab_size=100, model_dir=str(tmp_path),
+                        generator_intermediate_size=48)
+  c.adopted_from = {"source": "/s", "hparams": {
+      "generator_intermediate_size": 48}}
+  saved = json.loads(json.dumps(c.to_dict()))
+  assert saved["adopted_from"]["source"] == "/s"
+  hparams = saved_config.saved_hparams(saved, configure.PRETRAIN_FIELDS)
+  assert "adopted_from" not in hparams
+  again = PretrainingConfig("m", "/d", **hparams)
+  assert again.generator_hparams == c.generator_hparams
+  assert again.generator_hparams["intermediate_size"] == 48
+  # A checkpoint's config.json: beside it, or its model directory's.
+  c.save()
+  prefix = str(tmp_path / "checkpoints" / "ckpt-1")
+  assert saved_config.config_beside(prefix) == str(tmp_path / "config.json")
+  assert saved_config.config_beside("/nowhere/ckpt-1") is None

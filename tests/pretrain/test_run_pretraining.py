@@ -467,7 +467,8 @@ def test_init_checkpoint_warm_starts_electra_from_a_plain_mlm(data_dir):
 
 def test_init_checkpoint_of_another_shape_or_missing_is_a_clear_error(
     data_dir, resume_runs):
-  """Warm start from hidden 32 into hidden 48; from a path with nothing."""
+  """Warm start from hidden 32 with hidden 48 set; from a path with
+  nothing."""
   del resume_runs  # Wrote the checkpoints of model "straight".
   hparams = dict(RESUME_HPARAMS, num_train_steps=1)
   hparams["model_hparam_overrides"] = dict(hparams["model_hparam_overrides"],
@@ -479,7 +480,9 @@ def test_init_checkpoint_of_another_shape_or_missing_is_a_clear_error(
       RESUME_HPARAMS, init_checkpoint=os.path.join(str(data_dir), "nothing")))
   bad_shape, missing = _finish(bad_shape, missing)
   assert bad_shape.returncode == 2, bad_shape
-  assert "other shapes" in bad_shape.stderr, bad_shape
+  # The source's sizes are adopted: the user's other one is named.
+  assert "hidden_size: 32 in the source, 48 here" in bad_shape.stderr, (
+      bad_shape)
   assert missing.returncode == 2, missing
   assert "nothing" in missing.stderr and "not found" in missing.stderr, missing
 
