@@ -70,6 +70,12 @@ _PRETRAIN_FIELDS = dict(
     do_eval=Field(False, bool, "Evaluate the last checkpoint."),
     electra_objective=Field(True, bool, "False trains a plain MLM (BERT)."),
     gen_weight=Field(1.0, (float, int), "Weight of the MLM loss.", min=0),
+    generator_lr_multiplier=Field(1.0, (float, int), "Learning rate of the "
+                                  "variables only G has (its transformer "
+                                  "when untied, its MLM and sampling heads) "
+                                  "as a multiple of learning_rate; > 1 lets "
+                                  "a fresh G catch up with a released D.",
+                                  min=0, exclusive="min"),
     disc_weight=Field(50.0, (float, int), "lambda_D, weight of the "
                       "discriminator loss.", min=0),
     mask_prob=Field(0.15, (float, int), "Fraction of tokens masked.",
@@ -323,8 +329,11 @@ class PretrainingConfig(_Config):
           m["num_hidden_layers"] * self.generator_layers)))
       gen["intermediate_size"] = (self.generator_intermediate_size or
                                   4 * gen["hidden_size"])
-      gen["num_attention_heads"] = (self.generator_num_attention_heads or
-                                    max(1, gen["hidden_size"] // 64))
+      # D's head width (64 in every preset, as Google's hidden // 64), so a
+      # generator of D's width has D's heads.
+      head_size = max(1, m["hidden_size"] // m["num_attention_heads"])
+      gen["num_attention_heads"] = (self.generator_num_attention_heads or max(
+          1, gen["hidden_size"] // head_size))
     self.generator_hparams = gen
 
   def _validate(self):

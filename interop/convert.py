@@ -34,6 +34,8 @@ STRICT_KEYS = ("relative_position", "relative_num_buckets",
 _DEFAULT_KEYS = ("untied_generator", "untied_generator_embeddings",
                  "untied_mlm_output", "do_lower_case")
 _WORD = "electra.embeddings.word_embeddings.weight"
+# generator_lr_multiplier for a source without a generator.
+ENCODER_ONLY_GENERATOR_LR_MULTIPLIER = 10.0
 
 
 def _network_hparams(disc, gen):
@@ -91,6 +93,10 @@ def _describe_foreign(source, num_attention_heads):
   disc = sizes.get("discriminator") or sizes.get("generator")
   hparams = _network_hparams(disc, sizes.get("generator"))
   hparams.update(_tying_hparams(data["tensors"]))
+  if "generator" not in sizes:
+    # An encoder-only source: G starts fresh beside a trained D and must
+    # catch up (docs/method.md §3, measured in study/released_minilm.md).
+    hparams["generator_lr_multiplier"] = ENCODER_ONLY_GENERATOR_LR_MULTIPLIER
   vocab, lower = _tokenizer_files(source)
   if isinstance(lower, bool):
     hparams["do_lower_case"] = lower

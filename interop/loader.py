@@ -140,6 +140,44 @@ def _assign(entries, source, log):
   return done, loaded, unused
 
 
+_LAYER_PREFIX = "electra.encoder.layer.%d."
+
+
+def _generator_from_encoder_layers(model, data, log):
+  """Offers an encoder-only source's bottom layers to the generator.
+
+  A source without a generator transformer (BertModel, ElectraModel, a
+  sentence-embedding folder) leaves an untied generator fresh, unless the
+  generator has the discriminator's width, heads and FFN: then its k blocks
+  start from the source's k bottom blocks (docs/method.md §15), and only
+  its MLM head is new. Adds those tensors under the "generator" role of
+  `data` in place.
+  """
+  if not hasattr(model, "generator"):
+    return
+  gen_encoder = model.generator.encoder
+  if gen_encoder is model.discriminator.encoder:
+    return
+  source = data["tensors"].get("discriminator", {})
+  generator = data["tensors"].get("generator", {})
+  if not source or any(k.startswith("electra.encoder.") for k in generator):
+    return
+  sizes = target_sizes(model)
+  shape_keys = ("hidden_size", "num_attention_heads", "intermediate_size",
+                "hidden_act")
+  theirs = data["sizes"].get("discriminator", {})
+  if any(sizes["generator"][k] != theirs.get(k) for k in shape_keys):
+    return
+  layers = sizes["generator"]["num_hidden_layers"]
+  offered = {k: v for k, v in source.items() for i in range(layers)
+             if k.startswith(_LAYER_PREFIX % i)}
+  if not offered:
+    return
+  data["tensors"]["generator"] = dict(generator, **offered)
+  log("generator: its %d transformer layers start from the source's bottom "
+      "%d encoder layers (the source has no generator)" % (layers, layers))
+
+
 def _log_unused(keys, log, shown=4):
   """One line per role ("generator:..." keys) of source tensors not read."""
   by_role = {}
@@ -188,6 +226,7 @@ def load_into(model, source, num_attention_heads=None, log=print):
                     "relative_position to false to load it." % source)
   data = read_source(source, num_attention_heads)
   check_sizes(target_sizes(model), data["sizes"], data["description"])
+  _generator_from_encoder_layers(model, data, log)
   done, loaded, unused = _assign(names.model_entries(model), data, log)
   fresh = [v.name for v in variables if v.ref() not in done]
   log("loaded %d tensors from %s" % (len(loaded), data["description"]))

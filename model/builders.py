@@ -98,6 +98,24 @@ def build_pretrainer(config):
       sampling_weight=config.sampling_weight)
 
 
+def generator_lr_multipliers(model, factor):
+  """{variable name: `factor`} for the variables only `model.generator`
+  trains (its own transformer, MLM and sampling heads; not what it shares
+  with the discriminator), as `optimization.create_optimizer` takes them.
+  Empty for a factor of 1; a variable named as one of D's is left out."""
+  if factor == 1:
+    return {}
+  disc = model.discriminator.trainable_variables
+  shared = {v.ref() for v in disc}
+  names = {v.name: float(factor) for v in model.generator.trainable_variables
+           if v.ref() not in shared}
+  # The optimizer keys by name: a G variable named as one of D's (G's own
+  # relative position bias) keeps the base rate, so D's is never scaled.
+  for name in {v.name for v in disc}:
+    names.pop(name, None)
+  return names
+
+
 def dummy_features(config, batch_size=1):
   """A batch of the pipeline's structure, to create the model's variables."""
   seq, preds = config.max_seq_length, config.max_predictions_per_seq

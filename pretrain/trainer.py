@@ -74,7 +74,9 @@ class PretrainingTrainer(object):
       optimizer = optimization.create_optimizer(
           config.learning_rate, config.num_train_steps,
           config.num_warmup_steps, config.weight_decay_rate,
-          config.adam_epsilon, config.lr_decay_power)
+          config.adam_epsilon, config.lr_decay_power,
+          lr_multipliers=builders.generator_lr_multipliers(
+              self.model, config.generator_lr_multiplier))
       if config.mixed_precision == "float16":
         optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
             optimizer, initial_scale=config.initial_loss_scale)

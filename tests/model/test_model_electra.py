@@ -400,3 +400,33 @@ def test_untied_mlm_output_also_unties_the_sampling_head(features, mode,
     assert own is not model.generator.mlm_head.output_embeddings
     own_grad = tf.convert_to_tensor(tape.gradient(loss, own)).numpy()
     assert not _is_zero(own_grad[absent])
+
+
+def test_generator_lr_multiplier_scales_only_what_the_generator_owns(
+    models, features):
+  model = models["hp_loss"]
+  assert builders.generator_lr_multipliers(model, 1.0) == {}
+  factors = builders.generator_lr_multipliers(model, 10.0)
+  gen_only = [v for v in model.generator.trainable_variables
+              if v.name in factors]
+  # G's own transformer and both heads; never D's (nor the shared embeddings).
+  for head in (model.generator.mlm_head, model.generator.sampling_head):
+    assert {v.name for v in head.trainable_variables} <= set(factors)
+  assert any("generator_encoder" in v.name for v in gen_only)
+  assert not {v.name for v in model.discriminator.trainable_variables} & set(
+      factors)
+  assert set(factors.values()) == {10.0}
+  # One AdamW step (no warmup, no decay, no weight decay): Adam's first step
+  # moves every variable by about lr, so G's own move about 10x as far.
+  from model import optimization  # pylint: disable=g-import-not-at-top
+  table = model.generator.mlm_head.dense.kernel
+  word = model.discriminator.encoder.embeddings.word_embeddings.embeddings
+  before = [table.numpy(), word.numpy()]
+  optimizer = optimization.create_optimizer(1e-3, 100, 0, 0.0,
+                                            lr_multipliers=factors)
+  grads = [tf.ones_like(v) for v in (table, word)]
+  optimizer.apply_gradients(zip(grads, (table, word)))
+  moved = [np.abs(v.numpy() - b).max() for v, b in zip((table, word), before)]
+  np.testing.assert_allclose(moved[0] / moved[1], 10.0, rtol=1e-3)
+  table.assign(before[0])
+  word.assign(before[1])
