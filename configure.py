@@ -320,21 +320,11 @@ class PretrainingConfig(_Config):
     if self.max_predictions_per_seq is None:
       self.max_predictions_per_seq = max(
           1, int((self.mask_prob + 0.005) * self.max_seq_length))
-    m = self.model_hparams
-    gen = dict(m)
-    if self.untied_generator:
-      gen["hidden_size"] = max(1, int(round(
-          m["hidden_size"] * self.generator_hidden_size)))
-      gen["num_hidden_layers"] = max(1, int(round(
-          m["num_hidden_layers"] * self.generator_layers)))
-      gen["intermediate_size"] = (self.generator_intermediate_size or
-                                  4 * gen["hidden_size"])
-      # D's head width (64 in every preset, as Google's hidden // 64), so a
-      # generator of D's width has D's heads.
-      head_size = max(1, m["hidden_size"] // m["num_attention_heads"])
-      gen["num_attention_heads"] = (self.generator_num_attention_heads or max(
-          1, gen["hidden_size"] // head_size))
-    self.generator_hparams = gen
+    self.generator_hparams = (transformer_hparams.generator_hparams(
+        self.model_hparams, self.generator_hidden_size, self.generator_layers,
+        self.generator_intermediate_size, self.generator_num_attention_heads)
+                              if self.untied_generator else
+                              dict(self.model_hparams))
 
   def _validate(self):
     super(PretrainingConfig, self)._validate()

@@ -77,3 +77,25 @@ def check(model_hparams, max_seq_length):
     if not 0 <= m[key] < 1:
       raise ConfigError("model hparam %r must be in [0, 1), got %r." %
                         (key, m[key]))
+
+
+def generator_hparams(model_hparams, hidden_fraction, layers_fraction,
+                      intermediate_size=None, num_attention_heads=None):
+  """An untied generator's transformer hparams from D's `model_hparams`.
+
+  Width and depth are fractions of D's (rounded, at least 1); the FFN is
+  `intermediate_size` or 4x the width (ELECTRA's rule); the heads are
+  `num_attention_heads` or the width over D's head width (64 in every
+  preset, so Google's width // 64), so a generator of D's width has D's
+  heads.
+  """
+  m = model_hparams
+  gen = dict(m)
+  gen["hidden_size"] = max(1, int(round(m["hidden_size"] * hidden_fraction)))
+  gen["num_hidden_layers"] = max(1, int(round(
+      m["num_hidden_layers"] * layers_fraction)))
+  gen["intermediate_size"] = intermediate_size or 4 * gen["hidden_size"]
+  head_size = max(1, m["hidden_size"] // m["num_attention_heads"])
+  gen["num_attention_heads"] = num_attention_heads or max(
+      1, gen["hidden_size"] // head_size)
+  return gen

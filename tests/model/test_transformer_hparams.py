@@ -33,3 +33,17 @@ def test_shapes_no_network_can_have_are_rejected(change, message):
   with pytest.raises(ConfigError, match=message):
     th.check(model, max_seq_length=128)
   th.check(th.resolve("small", {})[0], max_seq_length=128)
+
+
+def test_generator_hparams_keep_d_head_width_and_ffn_rule():
+  d = dict(th.MODEL_HPARAM_DEFAULTS, hidden_size=384,
+           num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
+  quarter = th.generator_hparams(d, 0.25, 1.0)
+  assert (quarter["hidden_size"], quarter["num_hidden_layers"],
+          quarter["intermediate_size"], quarter["num_attention_heads"]) == (
+              96, 6, 384, 3)
+  full = th.generator_hparams(d, 1.0, 1.0 / 3, 1536)
+  assert (full["num_hidden_layers"], full["num_attention_heads"],
+          full["intermediate_size"]) == (2, 12, 1536)
+  assert th.generator_hparams(
+      d, 0.5, 1.0, num_attention_heads=4)["num_attention_heads"] == 4
