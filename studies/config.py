@@ -24,9 +24,10 @@ _DATA_KEYS = ("corpus_dir", "vocab_size", "max_seq_length",
               "heldout_fraction", "num_shards")
 _START_KEYS = ("name", "source")
 _PRETRAIN_KEYS = ("hparams", "regimes", "variants", "baseline", "seeds")
-_FINETUNE_KEYS = ("hparams", "seeds", "random_init", "tasks")
+_FINETUNE_KEYS = ("hparams", "seeds", "random_init", "tasks",
+                  "trials_per_pretrained_model")
 _TASK_KEYS = ("name", "type", "source", "text_column", "label_column",
-              "train_subset", "hparams")
+              "train_subset", "hparams", "rows")
 
 
 def _check_keys(where, value, allowed, required=()):
@@ -58,6 +59,7 @@ def load_study(path):
   pre = study["pretraining"]
   _check_keys(path + ": pretraining", pre, _PRETRAIN_KEYS,
               ("variants", "seeds"))
+  _check_seeds(path + ": pretraining.seeds", pre["seeds"])
   if pre.get("baseline", "electra") not in pre["variants"]:
     raise UserError("%s: pretraining.baseline %r is not one of the "
                     "variants (%s)." % (path, pre.get("baseline", "electra"),
@@ -72,6 +74,8 @@ def load_study(path):
       raise UserError("%s: source %s does not exist." % (where,
                                                           task["source"]))
   _check_regimes(path, study)
+  _check_finetuning_seeds(path, fine)
+  _check_task_rows(path, study)
   _check_corpus_dir(path, study)
   for key in ("notes", "report"):
     if key in study and not isinstance(study[key], str):
@@ -121,6 +125,43 @@ def _check_corpus_dir(path, study):
   elif not os.path.isdir(plan_lib.repo_path(corpus)):
     raise UserError("%s: data.corpus_dir %s is not a directory." % (
         path, corpus))
+
+
+def _check_seeds(where, seeds):
+  if (not isinstance(seeds, list) or not seeds
+      or not all(isinstance(s, int) and not isinstance(s, bool)
+                 for s in seeds)):
+    raise UserError("%s must be a non-empty list of integers, got %r." % (
+        where, seeds))
+
+
+def _check_finetuning_seeds(path, fine):
+  seeds = fine.get("seeds", [1])
+  _check_seeds(path + ": finetuning.seeds", seeds)
+  trials = fine.get("trials_per_pretrained_model", len(seeds))
+  if (not isinstance(trials, int) or isinstance(trials, bool)
+      or not 1 <= trials <= len(seeds)):
+    raise UserError("%s: finetuning.trials_per_pretrained_model must be an "
+                    "integer from 1 to len(finetuning.seeds) = %d, got %r."
+                    % (path, len(seeds), trials))
+
+
+def _check_task_rows(path, study):
+  """A task's `rows` name rows of the study."""
+  known = list(dict.fromkeys(
+      row for _, row, _ in plan_lib.downstream_sources(study)))
+  for i, task in enumerate(study.get("finetuning", {}).get("tasks", [])):
+    rows = task.get("rows")
+    if rows is None:
+      continue
+    where = "%s: finetuning.tasks[%d].rows" % (path, i)
+    if not isinstance(rows, list) or not rows:
+      raise UserError("%s must be a non-empty list of row names (%s)." % (
+          where, ", ".join(known)))
+    for row in rows:
+      if row not in known:
+        raise UserError("%s: %r is not a row of the study (%s)." % (
+            where, row, ", ".join(known)))
 
 
 def _check_regimes(path, study):

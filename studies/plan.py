@@ -22,10 +22,12 @@ downstream tasks:
       "seeds": [1, 2, 3]},
     "finetuning": {
       "hparams": {...}, "seeds": [1, 2, 3], "random_init": true,
+      "trials_per_pretrained_model": 1,    # optional: seeds[:1] each
       "tasks": [{"name": "sst", "type": "classification",
                  "source": "../shared/data/tasks/movie-snippets",
                  "text_column": "sentence", "label_column": "label",
                  "train_subset": null,      # or N training examples
+                 "rows": ["released", "continued/electra"],  # or all
                  "hparams": {...}},         # this task's, over hparams
                 ...]},
     "budget_hours": 2.5,
@@ -190,32 +192,54 @@ _ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "embedding_size",
                     "relative_num_buckets", "relative_max_distance")
 
 
-def finetuning_sizes_until_adopted(study, model):
-  """TEMPORARY: drop this helper, and its one call in finetuning_hparams,
-  once run_finetuning.py takes the sizes of a pre-trained model directory
-  (its config.json). Until then, a model pre-trained from the released
-  start is fine-tuned with the start's shape given explicitly: its
-  pre-training hparams name no sizes (run_pretraining.py took them from the
-  folder), so `_ENCODER_HPARAMS` cannot carry them. {} for other models."""
-  regime = {name: r for name, r, _, _ in pretrained_models(study)}.get(model)
-  if regime is None or not from_start(study, regime):
-    return {}
-  return released.shape_hparams(start_source(study))
+def downstream_sources(study):
+  """[(model, row, init_checkpoint)] of every downstream row's models, in
+  the order they are fine-tuned: the start's, each pre-trained model's
+  (row "regime/variant"), random initialisation's."""
+  models = os.path.join(data_dir(study), "models")
+  sources = [(start_name(study), start_name(study), start_source(study))
+             ] if "start" in study else []
+  sources += [(name, "%s/%s" % (regime, variant),
+               os.path.join(models, name, "checkpoints"))
+              for name, regime, variant, _ in pretrained_models(study)]
+  if study.get("finetuning", {}).get("random_init", True):
+    sources.append((RANDOM_INIT, RANDOM_INIT, "none"))
+  return sources
+
+
+def task_rows(study, task):
+  """The downstream rows `task` is fine-tuned for: its `rows`, or all."""
+  return task.get("rows") or list(dict.fromkeys(
+      row for _, row, _ in downstream_sources(study)))
+
+
+def finetuning_seeds(study, model):
+  """The fine-tuning seeds of `model`: finetuning.seeds, or for a
+  pre-trained model its first `trials_per_pretrained_model` of them (each
+  pre-trained model is one unit of its row, so its trials only average out
+  fine-tuning noise; the start and random initialisation have one model,
+  whose trials are the row's units)."""
+  fine = study.get("finetuning", {})
+  seeds = fine.get("seeds", [1])
+  if model in (start_name(study), RANDOM_INIT):
+    return seeds
+  return seeds[:fine.get("trials_per_pretrained_model", len(seeds))]
 
 
 def finetuning_hparams(study, task, model, init_checkpoint):
   """The hparams of fine-tuning `model` (a pre-trained model, the start or
-  random_init) on `task` from `init_checkpoint`. Random initialisation of a
-  study with a released start takes the start's shape."""
+  random_init) on `task` from `init_checkpoint`. A model pre-trained here or
+  the start gives its own sizes (run_finetuning.py adopts them); random
+  initialisation of a study with a released start takes the start's
+  shape."""
   fine = study.get("finetuning", {})
-  seeds = fine.get("seeds", [1])
+  seeds = finetuning_seeds(study, model)
   pre = study["pretraining"].get("hparams", {})
   hparams = {k: pre[k] for k in _ENCODER_HPARAMS if k in pre}
   if model == RANDOM_INIT and "start" in study:
     hparams = convert.merge_hparams(
         hparams, released.shape_hparams(start_source(study)))
-  for layer in (finetuning_sizes_until_adopted(study, model),
-                fine.get("hparams", {}), task.get("hparams", {})):
+  for layer in (fine.get("hparams", {}), task.get("hparams", {})):
     hparams = convert.merge_hparams(hparams, layer)
   hparams.update(task_names=[task["name"]], seed=seeds[0],
                  num_trials=len(seeds), init_checkpoint=init_checkpoint)
@@ -256,21 +280,16 @@ def _pretraining_runs(study):
 
 
 def _finetuning_runs(study, pretrain_ids):
-  """[[fine-tuning runs of one task]] in task order: the start's, each
-  pre-trained model's, random initialisation's."""
+  """[[fine-tuning runs of one task]] in task order, over the task's rows
+  (`downstream_sources` order)."""
   data = data_dir(study)
-  models = os.path.join(data, "models")
-  fine = study.get("finetuning", {})
-  sources = [(start_name(study), start_source(study))] if (
-      "start" in study) else []
-  sources += [(name, os.path.join(models, name, "checkpoints"))
-              for name, _, _, _ in pretrained_models(study)]
-  if fine.get("random_init", True):
-    sources.append((RANDOM_INIT, "none"))
   by_task = []
-  for task in fine.get("tasks", []):
+  for task in study.get("finetuning", {}).get("tasks", []):
+    rows = task_rows(study, task)
     by_task.append([])
-    for model, init in sources:
+    for model, row, init in downstream_sources(study):
+      if row not in rows:
+        continue
       # Fine-tuning writes under the model's own directory, beside its
       # pre-training results.
       hparams = finetuning_hparams(study, task, model, init)
@@ -278,7 +297,7 @@ def _finetuning_runs(study, pretrain_ids):
           "finetune %s from %s" % (task["name"], model), "finetune",
           ["run_finetuning.py", "--data-dir", data, "--model-name", model,
            "--hparams", json.dumps(hparams, sort_keys=True)],
-          os.path.join(models, model, "results",
+          os.path.join(data, "models", model, "results",
                        "%s_results.json" % task["name"]), model, 0,
           hparams["num_trials"],
           (pretrain_ids[model],) if model in pretrain_ids else ()))

@@ -71,15 +71,10 @@ def collect(study):
                      history=_read(os.path.join(
                          results, "pretrain_eval_history.json")) or [])
   down, metrics, per_run = {}, {}, []
-  start = plan_lib.start_name(study)
-  sources = ([(start, start)] if start else []) + [
-      (n, "%s/%s" % (r, v)) for n, r, v, _ in
-      plan_lib.pretrained_models(study)] + [
-          (plan_lib.RANDOM_INIT, plan_lib.RANDOM_INIT)]
   for task in study.get("finetuning", {}).get("tasks", []):
     name = task["name"]
     down[name] = {}
-    for model, row in sources:
+    for model, row, _ in plan_lib.downstream_sources(study):
       record = _read(os.path.join(models, model, "results",
                                   "%s_results.json" % name))
       if record is None:

@@ -130,7 +130,38 @@ def test_the_plan_fine_tunes_the_folder_and_loads_it_without_an_export(
   assert {k: random_init[k] for k in shape} == shape
   continued = by_id["finetune sst_fixture from continued-electra-s1"]
   assert continued.needs == (pretrain.id,)
-  assert {k: _hparams(continued)[k] for k in shape} == shape
+  # run_finetuning.py takes the continued model's sizes from its config.json.
+  assert not set(shape) & set(_hparams(continued))
+
+
+def _fewer_finetunings(config):
+  config["pretraining"]["seeds"] = [1, 2]
+  config["finetuning"]["seeds"] = [1, 2, 3]
+  config["finetuning"]["trials_per_pretrained_model"] = 1
+  config["finetuning"]["tasks"].append(dict(
+      config["finetuning"]["tasks"][0], name="sst_full",
+      rows=["released", "continued/electra"]))
+
+
+def test_a_study_can_fine_tune_fewer_seeds_and_rows(released_folder,
+                                                     tmp_path):
+  study = config_lib.load_study(_study(released_folder, tmp_path,
+                                       _fewer_finetunings))
+  config_lib.check_hparams(study)
+  finetunings = {r.id: _hparams(r) for r in plan_lib.plan(study)
+                 if r.kind == "finetune"}
+  # The reference rows keep every seed; a pre-trained model takes the first.
+  trials = {i: (h["seed"], h["num_trials"]) for i, h in finetunings.items()}
+  assert trials["finetune sst_fixture from released"] == (1, 3)
+  assert trials["finetune sst_fixture from random_init"] == (1, 3)
+  assert trials["finetune sst_fixture from continued-electra-s2"] == (1, 1)
+  assert trials["finetune sst_fixture from continued-hp_loss_focal-s1"] == (
+      1, 1)
+  # sst_full only for its rows: the start and both ELECTRA seeds.
+  assert sorted(i for i in finetunings if "sst_full" in i) == [
+      "finetune sst_full from continued-electra-s1",
+      "finetune sst_full from continued-electra-s2",
+      "finetune sst_full from released"]
 
 
 def test_a_relative_work_dir_may_leave_the_repository():
@@ -254,6 +285,15 @@ def _drop(*keys):
     (lambda c: c["pretraining"]["regimes"]["continued"].update(
         init_from="bert"), r"regimes.continued: init_from 'bert' is not a "
      r"model of an earlier regime or the start \(released\)"),
+    (lambda c: c["pretraining"].update(seeds=[]),
+     r"pretraining.seeds must be a non-empty list of integers, got \[\]"),
+    (lambda c: c["finetuning"].update(trials_per_pretrained_model=3),
+     r"trials_per_pretrained_model must be an integer from 1 to "
+     r"len\(finetuning.seeds\) = 2, got 3"),
+    (lambda c: c["finetuning"]["tasks"][0].update(rows=["continued/bert"]),
+     r"tasks\[0\].rows: 'continued/bert' is not a row of the study "
+     r"\(released, continued/electra, continued/hp_loss_focal, "
+     r"random_init\)"),
 ])
 def test_bad_starts_name_the_key(released_folder, tmp_path, change, message):
   with pytest.raises(UserError, match=message):
