@@ -150,3 +150,23 @@ def test_generator_ffn_and_heads_follow_the_rule_unless_set():
   with pytest.raises(ConfigError, match="hidden size 64 is not divisible by "
                      "generator_num_attention_heads 3"):
     PretrainingConfig("m", "/d", generator_num_attention_heads=3)
+
+
+@pytest.mark.parametrize("config_cls,fields", [
+    (PretrainingConfig, configure.PRETRAIN_FIELDS),
+    (FinetuningConfig, configure.FINETUNE_FIELDS)],
+    ids=["pretraining", "finetuning"])
+def test_every_float_field_refuses_nan_and_infinity(config_cls, fields):
+  """NaN passes `value < min`; each float field refuses it and +-inf up
+  front, naming the key, as does a NaN nested in an object."""
+  floats = [k for k, f in fields.items() if float in f.types]
+  assert len(floats) >= 10
+  for key in floats:
+    for bad in (float("nan"), float("inf"), -float("inf")):
+      with pytest.raises(ConfigError, match="hparam %r must be a finite "
+                         "number, got -?(nan|inf)" % key):
+        config_cls("m", "/d", **{key: bad})
+  with pytest.raises(ConfigError, match="hparam 'model_hparam_overrides' "
+                     "must be a finite number, got nan"):
+    PretrainingConfig("m", "/d", model_hparam_overrides=dict(
+        layer_norm_eps=float("nan")))

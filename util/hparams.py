@@ -9,6 +9,7 @@ the nearest valid one.
 
 import difflib
 import json
+import math
 import os
 
 from util import io_utils
@@ -69,8 +70,23 @@ def _type_names(types):
   return " or ".join(names.get(t, t.__name__) for t in types)
 
 
+def _non_finite(value):
+  """The first NaN or infinite float in `value` (nested in objects and
+  lists too), or None."""
+  if isinstance(value, float):
+    return None if math.isfinite(value) else value
+  items = value.values() if isinstance(value, dict) else (
+      value if isinstance(value, (list, tuple)) else ())
+  for item in items:
+    found = _non_finite(item)
+    if found is not None:
+      return found
+  return None
+
+
 def check_value(key, value, field):
-  """ConfigError unless `value` has one of `field`'s types and choices."""
+  """ConfigError unless `value` has one of `field`'s types and choices, and
+  holds no NaN or infinity (which every range check would let through)."""
   ok = any(isinstance(value, t) for t in field.types)
   # bool is an int in Python; a bool where a number is expected is a mistake.
   if isinstance(value, bool) and bool not in field.types:
@@ -78,6 +94,10 @@ def check_value(key, value, field):
   if not ok:
     raise ConfigError("hparam %r must be %s, got %s %r." % (
         key, _type_names(field.types), type(value).__name__, value))
+  bad = _non_finite(value)
+  if bad is not None:
+    raise ConfigError("hparam %r must be a finite number, got %r." % (
+        key, value if bad is value else bad))
   if field.choices and value not in field.choices:
     raise ConfigError("hparam %r must be one of %s, got %r." % (
         key, ", ".join(repr(c) for c in field.choices), value))
