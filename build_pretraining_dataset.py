@@ -40,6 +40,7 @@ from pretrain.dataset_builder.build import build_dataset
 from pretrain.dataset_builder.build import cpu_seconds
 from util.cli import run_main
 from util.errors import UserError
+from util import vocab_fingerprint
 # pylint: enable=g-import-not-at-top
 
 
@@ -95,6 +96,8 @@ def main(argv=None):
       single_thread=True)
   settings = {"vocab_file": args.vocab_file,
               "sentencepiece_model": args.sentencepiece_model,
+              "vocab_fingerprint": vocab_fingerprint.fingerprint(
+                  args.sentencepiece_model or args.vocab_file),
               "do_lower_case": args.do_lower_case,
               "strip_accents": getattr(tokenizer, "strip_accents", None)}
   manifest = build_dataset(

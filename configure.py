@@ -13,6 +13,7 @@ import os
 from model import samplers
 from model import transformer_hparams
 from util import io_utils
+from util import vocab_fingerprint
 from util.hparams import ConfigError
 from util.hparams import Field
 from util.hparams import HParams
@@ -281,6 +282,9 @@ class _Config(HParams):
 
   def _derived_dict(self):
     derived = dict(model_hparams=self.model_hparams)
+    if io_utils.is_file(self.vocab_file):
+      derived["vocab_fingerprint"] = vocab_fingerprint.fingerprint(
+          self.vocab_file)
     if self.adopted_from:
       derived["adopted_from"] = self.adopted_from
     return derived

@@ -23,6 +23,7 @@ from interop import convert
 from interop.safetensors_io import copy_atomic
 from model import checkpoints
 from util import io_utils
+from util import vocab_fingerprint
 from util.errors import UserError
 from util.hparams import ConfigError
 
@@ -118,20 +119,16 @@ def _contradictions(config, found, user):
   return diffs
 
 
-def _tokens(path):
-  return [line.rstrip("\r") for line in io_utils.read_text(path).split("\n")
-          if line.rstrip("\r")]
-
-
 def _adopt_vocab(config, user, found, log):
   """Makes the source's vocab.txt the run's: copied to the config's
   `vocab_file` (the data directory's) when that does not exist; a
   UserError naming both files when it holds other tokens."""
   theirs, ours = found["vocab_file"], config.vocab_file
+  _check_fingerprint(ours, found)
   if theirs is None or ours == theirs:
     return
   if io_utils.is_file(ours):
-    if _tokens(ours) != _tokens(theirs):
+    if vocab_fingerprint.tokens(ours) != vocab_fingerprint.tokens(theirs):
       raise UserError(
           "%s holds other tokens than the source's vocabulary %s (the "
           "source's token ids would mean other words). Use the source's "
@@ -142,11 +139,27 @@ def _adopt_vocab(config, user, found, log):
     log("vocabulary: copied the source's %s to %s" % (theirs, ours))
 
 
+def _check_fingerprint(ours, found):
+  """Our own source records its vocabulary's fingerprint (config.json): a
+  vocab file with other tokens, even at the same path, is refused."""
+  recorded = found.get("vocab_fingerprint")
+  if not recorded or not io_utils.is_file(ours):
+    return
+  fingerprint = vocab_fingerprint.fingerprint(ours)
+  if fingerprint != recorded:
+    raise UserError(
+        "%s holds another vocabulary (fingerprint %s) than the one %s was "
+        "pre-trained with (%s, fingerprint %s): its token ids would mean "
+        "other words. Use the vocabulary the model was trained with." % (
+            ours, fingerprint, found["description"],
+            found["vocab_file"] or "its vocab_file", recorded))
+
+
 def _check_vocab_size(config, adopted, found):
   """The source's vocab_size against the lines of the vocab file used."""
   if "vocab_size" not in adopted or not io_utils.is_file(config.vocab_file):
     return
-  size = len(_tokens(config.vocab_file))
+  size = len(vocab_fingerprint.tokens(config.vocab_file))
   if size != config.vocab_size:
     raise UserError("%s has vocab_size %d but %s has %d tokens%s." % (
         found["description"], config.vocab_size, config.vocab_file, size,

@@ -124,7 +124,8 @@ def _describe_ours(source):
   vocab = saved.get("vocab_file")
   return dict(description="checkpoint %s (its config %s)" % (prefix, path),
               hparams=hparams, sizes=sizes,
-              vocab_file=vocab if vocab and io_utils.is_file(vocab) else None)
+              vocab_file=vocab if vocab and io_utils.is_file(vocab) else None,
+              vocab_fingerprint=saved.get("vocab_fingerprint"))
 
 
 def describe(source, num_attention_heads=None):

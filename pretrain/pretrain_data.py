@@ -257,8 +257,9 @@ def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
   special = read_special_ids(config.vocab_file)
   hparam = "pretrain_tfrecords" if is_training else "eval_tfrecords"
   pattern = file_pattern or getattr(config, hparam)
-  files, file_ids = shards.check_shards(shards.find_shards(pattern, hparam),
-                                        config.max_seq_length, hparam)
+  files = shards.find_shards(pattern, hparam)
+  shards.check_vocabulary(files, config.vocab_file, hparam)
+  files, file_ids = shards.check_shards(files, config.max_seq_length, hparam)
   batch_name = "train_batch_size" if is_training else "eval_batch_size"
   kwargs = dict(
       max_seq_length=config.max_seq_length,

@@ -8,12 +8,15 @@ before a run starts; `find_bad_shard` reads them all, to name the culprit
 of an error met while training.
 """
 
+import posixpath
 import re
 
 from absl import logging
 from google.protobuf.message import DecodeError
 import tensorflow as tf
 
+from util import io_utils
+from util import vocab_fingerprint
 from util.errors import UserError
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -92,6 +95,40 @@ def check_shards(files, max_seq_length, hparam="pretrain_tfrecords"):
     raise UserError("all %d shards (%s ...) of hparam %r are empty; %s" % (
         len(files), files[0], hparam, _NO_SHARDS_FIX[hparam]))
   return kept, ids
+
+
+def check_vocabulary(files, vocab_file, hparam="pretrain_tfrecords"):
+  """Refuses shards whose manifest.json (beside them, when the builder
+  wrote one) records another vocabulary than `vocab_file`: by fingerprint,
+  or for older manifests by size. Their ids would mean other tokens."""
+  manifest_path = posixpath.join(posixpath.dirname(files[0]),
+                                 "manifest.json")
+  if not io_utils.is_file(manifest_path):
+    return
+  settings = io_utils.read_json(manifest_path).get("settings", {})
+  theirs = settings.get("sentencepiece_model") or settings.get("vocab_file")
+  recorded = settings.get("vocab_fingerprint")
+  if recorded is not None:
+    ours = vocab_fingerprint.fingerprint(vocab_file)
+    if ours == recorded:
+      return
+    what = "another vocabulary (fingerprint %s; %s has %s)" % (
+        recorded, vocab_file, ours)
+  else:
+    size = settings.get("vocab_size")
+    if size is None or vocab_file.endswith(".model"):
+      return
+    ours = len(vocab_fingerprint.tokens(vocab_file))
+    if ours == size:
+      return
+    what = "a vocabulary of %d tokens (%s has %d)" % (size, vocab_file, ours)
+  raise UserError(
+      "the shards of hparam %r (%s) were built with %s%s: their token ids "
+      "would mean other tokens. Rebuild them with build_pretraining_dataset.py "
+      "--vocab-file %s, or train with the vocabulary they were built with "
+      "(hparam 'vocab_file')." % (
+          hparam, manifest_path, what,
+          " from %s" % theirs if theirs else "", vocab_file))
 
 
 def _check_example(path, serialized, max_seq_length):

@@ -47,8 +47,10 @@ def write_bytes_atomic(path, data):
     raise
 
 
-def check_writable(directory):
-  """Creates `directory` if needed; a UserError if files cannot be made there."""
+def check_writable(directory, fix="choose another --data-dir or "
+                   "--model-name, or fix its permissions"):
+  """Creates `directory` if needed; a UserError naming it and `fix` if files
+  cannot be made there."""
   tf = _tf()
   probe = posixpath.join(directory, ".tmp-write-check-" + uuid.uuid4().hex)
   try:
@@ -57,9 +59,8 @@ def check_writable(directory):
       f.write(b"")
     tf.io.gfile.remove(probe)
   except tf.errors.OpError as e:
-    raise UserError("cannot write to %s (%s); choose another --data-dir or "
-                    "--model-name, or fix its permissions." % (
-                        directory, e.message))
+    raise UserError("cannot write to %s (%s); %s." % (directory, e.message,
+                                                      fix))
 
 
 def exists(path):

@@ -354,3 +354,27 @@ def test_our_relative_position_is_adopted_and_other_layer_norms_refused(
                      "adopted: .* fixed at epsilon 1e-12"):
     hf.sizes_from_hf_config(dict(_HF["bert"][1], layer_norm_eps=1e-5),
                             "bert/config.json")
+
+
+def test_a_vocabulary_changed_since_pre_training_is_refused(tmp_path):
+  """config.json records the vocabulary's fingerprint: a data-dir vocab.txt
+  rewritten in place with other tokens (same path, same size) is refused
+  when fine-tuning from the model."""
+  data = str(tmp_path / "D")
+  os.makedirs(data)
+  shutil.copy(ff.VOCAB_FILE, data)
+  pretrained = _our_model_dir(data)
+  with open(os.path.join(pretrained.model_dir, "config.json")) as f:
+    assert json.load(f)["vocab_fingerprint"].startswith("sha256:")
+  vocab = os.path.join(data, "vocab.txt")
+  with open(vocab) as f:
+    lines = f.read().split("\n")
+  lines[6], lines[7] = lines[7], lines[6]
+  with open(vocab, "w") as f:
+    f.write("\n".join(lines))
+  source = pretrained.model_dir
+  with pytest.raises(UserError, match=r"%s holds another vocabulary "
+                     r"\(fingerprint sha256:\w+\) than the one checkpoint "
+                     r".* was pre-trained with" % vocab):
+    adoption.adopt(configure.FinetuningConfig, "other", data,
+                   {"init_checkpoint": source}, source, log=lambda _: None)
