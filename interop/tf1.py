@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from interop import names
+from model import checkpoints
 from interop.safetensors_io import copy_atomic
 from util import io_utils
 from util.errors import UserError
@@ -48,9 +49,8 @@ def is_tf1_checkpoint(path):
   prefix = _prefix(path)
   if prefix is None:
     return False
-  # Not tf.train.list_variables: on ram:// it takes a prefix for a directory.
-  reader = tf.compat.v1.train.NewCheckpointReader(prefix)
-  return _WORD in reader.get_variable_to_shape_map()
+  return _WORD in checkpoints.load_checkpoint(
+      prefix).get_variable_to_shape_map()
 
 
 def _tower_sizes(shapes, scope, embeddings_scope):
@@ -90,7 +90,7 @@ def read_tf1(path, num_attention_heads=None):
     num_attention_heads: {role: heads} used where no config file says.
   """
   prefix = _prefix(path)
-  reader = tf.train.load_checkpoint(prefix)
+  reader = checkpoints.load_checkpoint(prefix)
   shapes = reader.get_variable_to_shape_map()
   has_gen_tower = any(n.startswith("generator/encoder/") for n in shapes)
   gen_emb = ("generator" if any(n.startswith("generator/embeddings/")

@@ -39,9 +39,17 @@ def load_checkpoint(prefix):
 
   `tf.train.load_checkpoint` takes a prefix that `tf.io.gfile.isdir` calls a
   directory for one (on ram://, where every prefix of a file name is one),
-  so this opens the prefix itself.
+  so this opens the prefix itself. A file that is not a checkpoint (corrupt,
+  truncated, another format) is a UserError naming it.
   """
-  return tf.compat.v1.train.NewCheckpointReader(prefix)
+  try:
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+  except (tf.errors.OpError, ValueError) as e:
+    raise UserError(
+        "checkpoint %s cannot be read (%s): %s.index or its data files are "
+        "corrupt, truncated or not a TensorFlow checkpoint. Point at another "
+        "checkpoint (its directory takes the latest one)." % (
+            prefix, getattr(e, "message", str(e)).splitlines()[0], prefix))
 
 
 def discriminator_checkpoint(encoder):
