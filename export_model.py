@@ -22,6 +22,9 @@ model fine-tuned on that task instead, serving the task's outputs:
 
   python export_model.py --data-dir D --model-name M --task sst \\
       --format saved_model --output OUT [--trial K]
+
+OUT must be new or empty; `--overwrite` replaces an earlier export there
+(interop/export_dir.py removes only the files exports write).
 """
 
 import argparse
@@ -50,14 +53,18 @@ def _saved_hparams(model_dir):
                                  configure.PRETRAIN_FIELDS)
 
 
-def main(argv=None):
+def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--data-dir", help="Holds models/<model-name>/.")
   parser.add_argument("--model-name", help="The model under <data-dir>/models.")
   parser.add_argument("--checkpoint", help="Any loadable source instead.")
   parser.add_argument("--format", required=True,
                       choices=("hf", "tf1", "saved_model"))
-  parser.add_argument("--output", required=True, help="Output directory.")
+  parser.add_argument("--output", required=True, help="Output directory: "
+                      "new or empty, unless --overwrite.")
+  parser.add_argument("--overwrite", action="store_true",
+                      help="Export into a directory holding an earlier "
+                      "export, replacing that export's files (no others).")
   parser.add_argument("--hparams", default="{}",
                       help="JSON string or path to a .json file.")
   parser.add_argument("--task", help="Export the model fine-tuned on this "
@@ -69,7 +76,11 @@ def main(argv=None):
                       help="saved_model of a pre-trained model: the "
                       "SentencePiece model its data was built with, "
                       "instead of vocab.txt.")
-  args = parser.parse_args(argv)
+  return parser.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   user = hparams_lib.load_hparams(args.hparams)
   if args.checkpoint is None and not (args.data_dir and args.model_name):
@@ -83,6 +94,7 @@ def main(argv=None):
 
   from interop import adoption  # pylint: disable=g-import-not-at-top
   from interop import convert
+  from interop import export_dir
   from interop import hf
   from interop import loader
   from interop import names
@@ -109,6 +121,7 @@ def main(argv=None):
     config.adopted_from = adopted
   if args.format in ("hf", "tf1"):
     names.refuse_relative_position(config, args.format)  # Before any work.
+  export_dir.check_output(args.output, args.overwrite)
   model = builders.build_pretrainer_with_variables(config)
   loader.load_into(model, source, log=print)
   if args.format == "hf":
@@ -125,11 +138,13 @@ def main(argv=None):
 def _export_finetuned(args, user):
   """--task: the fine-tuned model of a task as a SavedModel."""
   from finetune import finetuned_model  # pylint: disable=g-import-not-at-top
+  from interop import export_dir
   from interop import saved_model
   model_dir = user.get("model_dir") or posixpath.join(
       args.data_dir, "models", args.model_name)
   model, task, config = finetuned_model.load_finetuned(
       model_dir, args.data_dir, args.task, args.trial)
+  export_dir.check_output(args.output, args.overwrite)
   saved_model.export_task_saved_model(model, task, config, args.output)
   return 0
 

@@ -262,7 +262,7 @@ def _pretraining_runs(study):
       runs.append(Run(
           "export %s" % source, "export",
           ["export_model.py", "--data-dir", data, "--model-name", source,
-           "--format", "hf", "--output", output],
+           "--format", "hf", "--output", output, "--overwrite"],
           os.path.join(output, "discriminator", "config.json"), source, 0, 0,
           (pretrain_ids[source],)))
     hparams = pretraining_hparams(study, regime, variant, seed)

@@ -137,3 +137,35 @@ def test_saved_model_serves_raw_text_in_a_fresh_process(tmp_path):
                                     segment_ids=np.zeros_like(ids)))
   want = tf.sigmoid(logits).numpy() * mask
   assert ix.max_diff(served["replaced_probability"], want) < 1e-5
+
+
+def test_an_export_never_overwrites_silently(tmp_path):
+  """A non-empty --output is refused; --overwrite replaces an earlier
+  export of any format (no mixed formats) and keeps files not ours."""
+  data, _ = _pretrained_dir(tmp_path)
+  out = tmp_path / "out"
+  argv = ["--data-dir", data, "--model-name", "M", "--output", str(out)]
+  assert export_model.main(argv + ["--format", "hf"]) == 0
+  before = (out / "discriminator" / "model.safetensors").read_bytes()
+  with pytest.raises(UserError, match=r"--output %s is not empty "
+                     r"\(discriminator, generator\); pass --overwrite" % out):
+    export_model.main(argv + ["--format", "tf1"])
+  assert (out / "discriminator" / "model.safetensors").read_bytes() == before
+  assert not tf.train.latest_checkpoint(str(out))
+  (out / "notes.txt").write_text("mine")
+  (out / "discriminator" / "README.md").write_text("mine too")
+  assert export_model.main(argv + ["--format", "tf1", "--overwrite"]) == 0
+  assert tf.train.latest_checkpoint(str(out))
+  assert convert.source_hparams(str(out))["vocab_size"] == ix.VOCAB_SIZE
+  assert sorted(os.listdir(out / "discriminator")) == ["README.md"]
+  assert not (out / "generator").exists()
+  assert (out / "notes.txt").read_text() == "mine"
+  (tmp_path / "file").write_text("")
+  with pytest.raises(UserError, match="--output %s is a file" % (
+      tmp_path / "file")):
+    export_model.main(["--data-dir", data, "--model-name", "M", "--output",
+                       str(tmp_path / "file"), "--format", "hf"])
+  with pytest.raises(UserError, match="cannot write to %s" % (
+      tmp_path / "file" / "x")):
+    export_model.main(["--data-dir", data, "--model-name", "M", "--output",
+                       str(tmp_path / "file" / "x"), "--format", "hf"])
