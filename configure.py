@@ -77,6 +77,10 @@ _PRETRAIN_FIELDS = dict(
                                   "as a multiple of learning_rate; > 1 lets "
                                   "a fresh G catch up with a released D.",
                                   min=0, exclusive="min"),
+    encoder_frozen_steps=Field(0, int, "Steps during which D's encoder "
+                               "(and the embeddings) keep their start's "
+                               "weights while the fresh heads and G learn, "
+                               "for an init_checkpoint.", min=0),
     disc_weight=Field(50.0, (float, int), "lambda_D, weight of the "
                       "discriminator loss.", min=0),
     mask_prob=Field(0.15, (float, int), "Fraction of tokens masked.",

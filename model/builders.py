@@ -116,6 +116,13 @@ def generator_lr_multipliers(model, factor):
   return names
 
 
+def encoder_variable_names(model):
+  """The names of the discriminator encoder's variables (with the embeddings
+  it shares with G): what a released start provides, frozen for the first
+  `encoder_frozen_steps` steps while the fresh heads and G catch up."""
+  return [v.name for v in model.discriminator.encoder.trainable_variables]
+
+
 def dummy_features(config, batch_size=1):
   """A batch of the pipeline's structure, to create the model's variables."""
   seq, preds = config.max_seq_length, config.max_predictions_per_seq

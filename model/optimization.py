@@ -1,10 +1,12 @@
 """AdamW with linear warmup and decay, per-variable LR multipliers, clipping.
 
 Built on tf-models-official's `AdamWeightDecay` (Adam with decoupled weight
-decay) and its `LinearWarmup` schedule. Two additions:
+decay) and its `LinearWarmup` schedule. Three additions:
   * `lr_multipliers`: {variable name: factor} scales the learning rate of a
     variable (layer-wise LR decay in fine-tuning). Adam is invariant to the
     scale of a gradient, so the factor must scale the update, not the gradient.
+  * `frozen` for `frozen_steps`: those variables keep their values (no update,
+    no weight decay) for the first `frozen_steps` steps of the optimizer.
   * `apply_clipped_gradients`: all-reduces the per-replica gradients first and
     clips the *global* gradient norm after, so N replicas compute exactly the
     update one device computes for the same global batch.
@@ -31,25 +33,37 @@ class AdamWeightDecay(legacy_adamw.AdamWeightDecay):
   Args:
     lr_multipliers: optional {variable.name: float}; variables not listed get
       the base learning rate.
+    frozen: optional variable names whose learning rate is 0 while the
+      optimizer's `iterations` < `frozen_steps` (Adam's moments still
+      accumulate).
+    frozen_steps: see `frozen`.
     Other arguments as `official.modeling.optimization.legacy_adamw`.
   """
 
-  def __init__(self, lr_multipliers=None, **kwargs):
+  def __init__(self, lr_multipliers=None, frozen=(), frozen_steps=0,
+               **kwargs):
     super(AdamWeightDecay, self).__init__(**kwargs)
     self._lr_multipliers = dict(lr_multipliers or {})
+    self._frozen = frozenset(frozen) if frozen_steps > 0 else frozenset()
+    self._frozen_steps = int(frozen_steps)
 
   def _scaled_apply_state(self, var, apply_state):
     # Under MirroredStrategy `var` is one replica's copy; copy k > 0 of "a:0"
     # is named "a/replica_k:0" and must get the factor of "a:0".
-    factor = self._lr_multipliers.get(_REPLICA_SUFFIX.sub("", var.name), 1.0)
-    if factor == 1.0 or apply_state is None:
+    name = _REPLICA_SUFFIX.sub("", var.name)
+    factor = self._lr_multipliers.get(name, 1.0)
+    frozen = name in self._frozen
+    if (factor == 1.0 and not frozen) or apply_state is None:
       return apply_state
     key = (var.device, var.dtype.base_dtype)
     coefficients = apply_state.get(key) or self._fallback_apply_state(*key)
+    if frozen:
+      factor = factor * tf.cast(self.iterations >= self._frozen_steps,
+                                var.dtype.base_dtype)
     scaled = dict(coefficients)
-    for name in ("lr_t", "lr"):
-      if name in scaled:
-        scaled[name] = scaled[name] * factor
+    for lr_name in ("lr_t", "lr"):
+      if lr_name in scaled:
+        scaled[lr_name] = scaled[lr_name] * factor
     return {key: scaled}
 
   def _resource_apply_dense(self, grad, var, apply_state=None):
@@ -76,9 +90,10 @@ def learning_rate_schedule(learning_rate, num_train_steps, num_warmup_steps,
 
 def create_optimizer(learning_rate, num_train_steps, num_warmup_steps,
                      weight_decay_rate=0.01, epsilon=1e-6, lr_decay_power=1.0,
-                     lr_multipliers=None):
+                     lr_multipliers=None, frozen=(), frozen_steps=0):
   """AdamW with ELECTRA's schedule; clip with `apply_clipped_gradients`."""
   return AdamWeightDecay(
+      frozen=frozen, frozen_steps=frozen_steps,
       learning_rate=learning_rate_schedule(learning_rate, num_train_steps,
                                            num_warmup_steps, lr_decay_power),
       weight_decay_rate=weight_decay_rate, beta_1=0.9, beta_2=0.999,

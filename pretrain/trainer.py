@@ -76,7 +76,9 @@ class PretrainingTrainer(object):
           config.num_warmup_steps, config.weight_decay_rate,
           config.adam_epsilon, config.lr_decay_power,
           lr_multipliers=builders.generator_lr_multipliers(
-              self.model, config.generator_lr_multiplier))
+              self.model, config.generator_lr_multiplier),
+          frozen=builders.encoder_variable_names(self.model),
+          frozen_steps=config.encoder_frozen_steps)
       if config.mixed_precision == "float16":
         optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
             optimizer, initial_scale=config.initial_loss_scale)
