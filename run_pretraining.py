@@ -25,6 +25,7 @@ import configure  # pylint: disable=g-import-not-at-top
 from util.errors import UserError
 from util import hparams as hparams_lib
 from util import io_utils
+from util import run_lock
 from util.io_utils import check_writable
 
 
@@ -69,18 +70,26 @@ def main(argv=None):
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   config = build_config(args.data_dir, args.model_name, args.hparams)
 
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import saved_config
-  from pretrain import pretrain_data
-  from pretrain import trainer as trainer_lib
+  from pretrain import pretrain_data  # pylint: disable=g-import-not-at-top
   from util import distribution
-  from util import process_setup
   # The strategy first: splitting the CPU and multi-worker collectives must
   # be set up before any TensorFlow op runs.
   strategy = distribution.get_strategy(config)
   # Everything a run reads or writes is checked before the model is built.
   pretrain_data.check_inputs(config)
   check_writable(config.model_dir)
+  with run_lock.locked(config.model_dir,
+                       strategy.extended.should_checkpoint):
+    _pretrain(config, strategy)
+  return 0
+
+
+def _pretrain(config, strategy):
+  """Trains and/or evaluates, with the model directory locked."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from model import saved_config
+  from pretrain import trainer as trainer_lib
+  from util import process_setup
   saved_config.check_saved_config(config)
 
   def log(message):
@@ -104,7 +113,6 @@ def main(argv=None):
   log("Model directory: %s\n  checkpoints: %s\n  results: %s" % (
       config.model_dir, trainer.checkpoint_dir,
       os.path.join(config.model_dir, "results")))
-  return 0
 
 
 if __name__ == "__main__":

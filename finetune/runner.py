@@ -26,6 +26,7 @@ from model import saved_config
 from util import distribution
 from util import io_utils
 from util import process_setup
+from util import run_lock
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -156,6 +157,7 @@ def run_finetuning(config):
            for name in config.task_names]
   # Every task's files are read and checked before the first model is built.
   splits = [_load_splits(config, task) for task in tasks]
-  return {task.name: run_task(config, task, task_splits, strategy,
-                              init_checkpoint)
-          for task, task_splits in zip(tasks, splits)}
+  with run_lock.locked(config.model_dir, strategy.extended.should_checkpoint):
+    return {task.name: run_task(config, task, task_splits, strategy,
+                                init_checkpoint)
+            for task, task_splits in zip(tasks, splits)}

@@ -34,8 +34,10 @@ from pretrain import flops as flops_lib
 from pretrain import pretrain_data
 from pretrain import step_statistics
 from util import distribution
+from util import interrupt
 from util import process_setup
 from util import progress
+from util.errors import Interrupted
 from util.errors import TrainingDivergedError
 from util.errors import UserError
 
@@ -100,6 +102,7 @@ class PretrainingTrainer(object):
     self.train_flops = flops_lib.pretraining_step_flops(config)
     self._eval_step = None  # Built on the first evaluation, then reused.
     self._train_step = None  # Built on the first trace of the train loop.
+    self._stop = interrupt.StopRequest()  # Ctrl-C while train() runs.
     self._warm_started = False
 
   def _checkpoint(self, iterator=None):
@@ -261,7 +264,7 @@ class PretrainingTrainer(object):
     if not self.is_chief:
       self._save_dir = tempfile.mkdtemp(prefix="electra_worker_checkpoints_")
     try:
-      with input_fn.data_errors():
+      with input_fn.data_errors(), interrupt.stop_requests() as self._stop:
         return self._train(iterator if saveable else None, restore_iterator,
                            iterator)
     finally:
@@ -338,12 +341,26 @@ class PretrainingTrainer(object):
           self.log("Saved checkpoint %s" % path)
       if c.eval_every and step % c.eval_every == 0 and step < total:
         self.evaluate(step=step)
+      if self._stop.requested and step < total:
+        writer.flush()
+        self._stop_at(step, manager)
     writer.flush()
     if skipped_total:
       self.log("%d steps skipped by loss scaling (non-finite float16 "
                "gradients); loss scale now %g." % (
                    skipped_total, float(self.optimizer.loss_scale)))
     return last
+
+  def _stop_at(self, step, manager):
+    """Ctrl-C: a checkpoint of `step` (unless one was just saved), then
+    Interrupted (exit 130) saying how to resume."""
+    latest = manager.latest_checkpoint
+    if not latest or not latest.endswith("-%d" % step):
+      latest = manager.save(checkpoint_number=step)
+    raise Interrupted(
+        "interrupted at step %d of %d; checkpoint %s saved. Re-run the same "
+        "command to resume from it." % (step, self.config.num_train_steps,
+                                        latest))
 
   def _log_progress(self, step, total, steps_per_sec, elapsed, eta, m, peak):
     c = self.config

@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ import time
 import configure
 from studies import plan as plan_lib
 from util import io_utils
+from util import run_lock
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 from util.progress import format_duration
@@ -116,12 +118,13 @@ def live_workers(study):
   """How many workers run the study now: this one and every other live
   claim holder."""
   claims = os.path.join(plan_lib.work_dir(study), "claims")
-  pids = {os.getpid()}
+  holders = {(os.getpid(), socket.gethostname())}
   for name in (os.listdir(claims) if os.path.isdir(claims) else []):
-    pid = _holder_pid(os.path.join(claims, name))
-    if pid and _pid_alive(pid):
-      pids.add(pid)
-  return len(pids)
+    path = os.path.join(claims, name)
+    found = run_lock.holder(path)
+    if found and run_lock.is_held(path):
+      holders.add(found)
+  return len(holders)
 
 
 def describe(study, log=print):
@@ -150,48 +153,13 @@ def _log_name(run):
   return _file_name(run) + ".log"
 
 
-def _holder_pid(path):
-  """The pid in claim file `path`; None while its worker is still writing
-  it (empty, or gone already)."""
-  try:
-    return int(io_utils.read_text(path).strip() or 0) or None
-  except (OSError, ValueError):
-    return None
-
-
-def _pid_alive(pid):
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    pass  # Alive, under another user.
-  return True
-
-
-def _holder_alive(path):
-  """Whether the worker whose pid is in claim file `path` still runs."""
-  pid = _holder_pid(path)
-  return pid is None or _pid_alive(pid)  # None: being written this moment.
-
-
 def claim(study, run):
-  """The path of our new claim on `run`, or None when a live worker holds it."""
+  """The path of our new claim on `run`, or None when a live worker holds it
+  (a dead worker's claim is taken over: the run is ours to redo)."""
   claims = os.path.join(plan_lib.work_dir(study), "claims")
   io_utils.make_dirs(claims)
   path = os.path.join(claims, _file_name(run) + ".claim")
-  for _ in range(2):
-    try:
-      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-      if _holder_alive(path):
-        return None
-      os.remove(path)  # Its worker died; the run is ours to redo.
-      continue
-    with os.fdopen(fd, "w") as f:
-      f.write(str(os.getpid()))
-    return path
-  return None
+  return path if run_lock.try_acquire(path) else None
 
 
 def _spans_path(study):

@@ -9,6 +9,8 @@ disk, Ctrl-C, the vocabulary checks); this one is the list a user reads.
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 
@@ -96,3 +98,81 @@ def test_a_garbage_checkpoint(data_dir, garbage_checkpoint, script):
   code, err = run(script, *argv)
   assert_refused(code, err, "checkpoint %s cannot be read" % (
       garbage_checkpoint / "ckpt-1"), "not a TensorFlow checkpoint")
+
+
+def test_a_second_run_on_a_model_directory_in_use(data_dir):
+  """A live run's lock stops a second run at once, naming its pid and
+  host; a lock whose process is dead on this host is taken over."""
+  model_dir = data_dir / "models" / "busy"
+  model_dir.mkdir(parents=True)
+  holder = subprocess.Popen([sys.executable, "-c",
+                             "import time; time.sleep(120)"])
+  try:
+    (model_dir / ".lock").write_text("%d %s" % (holder.pid,
+                                                socket.gethostname()))
+    hparams = dict(ff.tiny_hparams(model_dir, debug=True),
+                   task_names=["sst"])
+    del hparams["model_dir"], hparams["vocab_file"]
+    code, err = run("run_finetuning.py", "--data-dir", str(data_dir),
+                    "--model-name", "busy", "--hparams", json.dumps(hparams))
+    assert_refused(code, err, "model directory %s is in use by another run "
+                   "(pid %d on host %s" % (model_dir, holder.pid,
+                                           socket.gethostname()))
+  finally:
+    holder.kill()
+    holder.wait()
+  # The holder is gone: its lock is stale and taken over; the run trains.
+  code, err = run("run_finetuning.py", "--data-dir", str(data_dir),
+                  "--model-name", "busy", "--hparams", json.dumps(hparams))
+  assert code == 0, err[-3000:]
+  assert not (model_dir / ".lock").exists()  # Released at exit.
+
+
+def test_lock_files_are_exclusive_and_stale_ones_taken_over(tmp_path):
+  from util import run_lock  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path / "x.lock")
+  assert run_lock.try_acquire(path)
+  assert not run_lock.try_acquire(path)  # Ours, and we are alive.
+  run_lock.release(path)
+  assert not os.path.exists(path)
+  with open(path, "w") as f:
+    f.write("1 some-other-host")  # Cannot be checked from here: held.
+  assert not run_lock.try_acquire(path)
+
+
+def test_ctrl_c_saves_the_step_reached_and_resumes(tmp_path):
+  """SIGINT during pre-training: a checkpoint of the step reached, one
+  line saying how to resume, exit 130; the same command resumes there."""
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=100000,
+                 save_checkpoints_steps=100000, do_eval=False)
+  argv = [sys.executable, "run_pretraining.py", "--data-dir", data,
+          "--model-name", "m", "--hparams", json.dumps(hparams)]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+  proc = subprocess.Popen(argv, cwd=paths.REPO, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+  try:
+    for line in proc.stdout:  # Wait for training to be under way.
+      if line.startswith("step 6/"):
+        break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+  finally:
+    proc.kill()
+  lines = [l for l in err.splitlines() if l.startswith("stopped:")]
+  assert proc.returncode == 130, err[-3000:]
+  assert len(lines) == 1 and "Re-run the same command to resume" in lines[0]
+  assert "Traceback" not in err, err[-3000:]
+  step = int(lines[0].split("interrupted at step ")[1].split()[0])
+  assert step >= 6
+  checkpoints = os.path.join(data, "models", "m", "checkpoints")
+  assert os.path.exists(os.path.join(checkpoints, "ckpt-%d.index" % step))
+  assert not [f for f in os.listdir(checkpoints) if "temp" in f]
+  assert not os.path.exists(os.path.join(data, "models", "m", ".lock"))
+  hparams["num_train_steps"] = step + 2
+  argv[-1] = json.dumps(hparams)
+  resumed = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
+                           capture_output=True, timeout=300)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "Training steps %d -> %d" % (step, step + 2) in resumed.stdout

@@ -5,6 +5,7 @@ RESULTS.md, resume, --dry-run and bad configs."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -211,7 +212,8 @@ def test_workers_claim_runs_and_take_over_a_dead_workers_claim(tmp_path):
   study = config_lib.load_study(_config(tmp_path))
   first, second = plan_lib.plan(study)[:2]
   held = runner.claim(study, first)
-  assert held and open(held).read() == str(os.getpid())
+  assert held and open(held).read() == "%d %s" % (os.getpid(),
+                                                  socket.gethostname())
   assert runner.claim(study, first) is None  # We are alive: it stays ours.
   assert runner.claim(study, second) not in (None, held)
   dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -219,7 +221,7 @@ def test_workers_claim_runs_and_take_over_a_dead_workers_claim(tmp_path):
   with open(held, "w") as f:
     f.write(dead.stdout.strip())  # A worker that has exited.
   assert runner.claim(study, first) == held
-  assert open(held).read() == str(os.getpid())
+  assert open(held).read().split()[0] == str(os.getpid())
 
 
 def test_a_worker_skips_runs_another_worker_holds(tmp_path):

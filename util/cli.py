@@ -3,6 +3,7 @@
 import os
 import sys
 
+from util.errors import Interrupted
 from util.errors import UserError
 
 
@@ -24,9 +25,16 @@ def quiet_tensorflow_startup():
 
 
 def run_main(main, argv=None):
-  """Calls `main(argv)`; a `UserError` prints its message and exits with 2."""
+  """Calls `main(argv)`; a `UserError` prints its message and exits with its
+  code (2 for bad input); Ctrl-C outside a training loop that saves on it
+  prints one line and exits 130, without a traceback."""
   try:
     return main(argv)
   except UserError as e:
-    sys.stderr.write("error: %s\n" % e)
+    sys.stderr.write("%s: %s\n" % (
+        "stopped" if isinstance(e, Interrupted) else "error", e))
     sys.exit(e.exit_code)
+  except KeyboardInterrupt:
+    sys.stderr.write("stopped: interrupted (Ctrl-C); the last checkpoint or "
+                     "output written before it is kept.\n")
+    sys.exit(Interrupted.exit_code)

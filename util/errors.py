@@ -10,6 +10,13 @@ class UserError(Exception):
   exit_code = 2
 
 
+class Interrupted(UserError):
+  """The user pressed Ctrl-C: exit code 130 (128 + SIGINT), as shells
+  expect. The message says what was saved and how to resume."""
+
+  exit_code = 130
+
+
 class TrainingDivergedError(UserError):
   """The loss became NaN or Inf (pre-training or fine-tuning): exit code 3.
 

@@ -1,0 +1,107 @@
+"""A lock file that says which process works in a directory.
+
+`run_pretraining.py` and `run_finetuning.py` hold `<model_dir>/.lock` while
+they run, so a second run on the same model directory stops at once
+instead of writing beside the first; the study runner claims its runs the
+same way. The file holds "<pid> <host>". A lock whose process is dead on
+this host is stale and taken over; one held on another host is left alone
+(its process cannot be checked from here). Only local paths are locked:
+object stores (gs://, ram://) have no exclusive create.
+"""
+
+import contextlib
+import os
+import socket
+
+from util.errors import UserError
+
+LOCK_NAME = ".lock"
+
+
+def _is_local(path):
+  return "://" not in path
+
+
+def holder(path):
+  """(pid, host) written in lock file `path`, or None while it is being
+  written (empty) or when it is gone."""
+  try:
+    with open(path) as f:
+      fields = f.read().split()
+  except OSError:
+    return None
+  if not fields or not fields[0].isdigit():
+    return None
+  return int(fields[0]), fields[1] if len(fields) > 1 else socket.gethostname()
+
+
+def _alive(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    pass  # Alive, under another user.
+  return True
+
+
+def is_held(path):
+  """Whether a live process (or one on another host) holds `path`."""
+  found = holder(path)
+  if found is None:
+    return os.path.exists(path)  # Being written this moment.
+  pid, host = found
+  return host != socket.gethostname() or _alive(pid)
+
+
+def try_acquire(path):
+  """Creates lock file `path` for this process; False when a live process
+  holds it. A stale lock (its process dead on this host) is taken over."""
+  for _ in range(2):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+      if is_held(path):
+        return False
+      try:
+        os.remove(path)  # Stale: its process died.
+      except FileNotFoundError:
+        pass
+      continue
+    with os.fdopen(fd, "w") as f:
+      f.write("%d %s" % (os.getpid(), socket.gethostname()))
+    return True
+  return False
+
+
+def release(path):
+  """Removes lock file `path` if this process holds it."""
+  found = holder(path)
+  if found and found == (os.getpid(), socket.gethostname()):
+    try:
+      os.remove(path)
+    except FileNotFoundError:
+      pass
+
+
+@contextlib.contextmanager
+def locked(directory, enabled=True, what="model directory"):
+  """Holds `<directory>/.lock` inside the `with` block; a UserError naming
+  the holder's pid and host when another live run holds it. Nothing is
+  locked when not `enabled` (a worker that is not the chief) or for a
+  non-local directory."""
+  if not enabled or not _is_local(directory):
+    yield None
+    return
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, LOCK_NAME)
+  if not try_acquire(path):
+    pid, host = holder(path) or (None, None)
+    raise UserError(
+        "%s %s is in use by another run (pid %s on host %s; lock file %s). "
+        "Wait for it to finish, or use another --model-name; if that process "
+        "is gone, remove the lock file." % (what, directory, pid, host, path))
+  try:
+    yield path
+  finally:
+    release(path)
