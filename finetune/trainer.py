@@ -243,7 +243,7 @@ class Trainer(object):
                   self._primary(entry) > self._primary(best))
       if improved:
         best = entry
-        manager.save(checkpoint_number=step)
+        checkpoints.save_checkpoint(manager, step)
         self._write_best(entry, eval_data)
       if eval_data:
         self.log("step %d (epoch %.2f): %s%s" % (

@@ -52,6 +52,30 @@ def load_checkpoint(prefix):
             prefix, getattr(e, "message", str(e)).splitlines()[0], prefix))
 
 
+def save_checkpoint(manager, step):
+  """`manager.save(checkpoint_number=step)` (a `tf.train.CheckpointManager`
+  with the default name "ckpt"). A save that fails (a full disk, a
+  directory gone read-only) removes its partial files and is a UserError
+  naming the cause and the last good checkpoint, which stays registered."""
+  try:
+    return manager.save(checkpoint_number=step)
+  except (tf.errors.OpError, OSError) as e:
+    prefix = os.path.join(manager.directory, "ckpt-%d" % step)
+    for path in tf.io.gfile.glob(prefix + "[._]*"):
+      try:
+        if tf.io.gfile.isdir(path):
+          tf.io.gfile.rmtree(path)
+        else:
+          tf.io.gfile.remove(path)
+      except tf.errors.OpError:
+        pass  # Best effort: the state file never named it.
+    raise UserError(
+        "could not save checkpoint %s (%s). The last good checkpoint, %s, is "
+        "kept; free space or fix the directory, then re-run the same command "
+        "to resume." % (prefix, getattr(e, "message", None) or str(e),
+                        manager.latest_checkpoint or "(none yet)"))
+
+
 def discriminator_checkpoint(encoder):
   """A `tf.train.Checkpoint` mapping `encoder` to the pre-training path."""
   return tf.train.Checkpoint(model=tf.train.Checkpoint(

@@ -336,7 +336,7 @@ class PretrainingTrainer(object):
             tf.summary.scalar(key, value)
         window_sums, window_steps, window_start = None, 0, time.time()
       if step % c.save_checkpoints_steps == 0 or step == total:
-        path = manager.save(checkpoint_number=step)
+        path = checkpoints_lib.save_checkpoint(manager, step)
         if self.is_chief:
           self.log("Saved checkpoint %s" % path)
       if c.eval_every and step % c.eval_every == 0 and step < total:
@@ -356,7 +356,7 @@ class PretrainingTrainer(object):
     Interrupted (exit 130) saying how to resume."""
     latest = manager.latest_checkpoint
     if not latest or not latest.endswith("-%d" % step):
-      latest = manager.save(checkpoint_number=step)
+      latest = checkpoints_lib.save_checkpoint(manager, step)
     raise Interrupted(
         "interrupted at step %d of %d; checkpoint %s saved. Re-run the same "
         "command to resume from it." % (step, self.config.num_train_steps,

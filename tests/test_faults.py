@@ -8,6 +8,7 @@ disk, Ctrl-C, the vocabulary checks); this one is the list a user reads.
 
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -176,3 +177,57 @@ def test_ctrl_c_saves_the_step_reached_and_resumes(tmp_path):
                            capture_output=True, timeout=300)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Training steps %d -> %d" % (step, step + 2) in resumed.stdout
+
+
+def _file_size_limit(limit):
+  """A preexec_fn: files of the child cannot grow past `limit` bytes (a
+  full disk, as a write sees it: EFBIG; Python ignores SIGXFSZ)."""
+  def set_limit():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+  return set_limit
+
+
+def test_a_full_disk_during_a_checkpoint_save(tmp_path):
+  """The save fails cleanly: one error line naming the last good
+  checkpoint, which stays registered and resumes; no partial files."""
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
+                 do_eval=False)
+  argv = [sys.executable, "run_pretraining.py", "--data-dir", data,
+          "--model-name", "m", "--hparams", json.dumps(hparams)]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+  first = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
+                         capture_output=True, timeout=300)
+  assert first.returncode == 0, first.stderr[-3000:]
+  checkpoints = os.path.join(data, "models", "m", "checkpoints")
+  good = os.path.join(checkpoints, "ckpt-4")
+  size = os.path.getsize(good + ".data-00000-of-00001")
+  hparams["num_train_steps"] = 8
+  argv[-1] = json.dumps(hparams)
+  full = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
+                        capture_output=True, timeout=300,
+                        preexec_fn=_file_size_limit(size // 2))
+  assert_refused(full.returncode, full.stderr, "could not save checkpoint %s"
+                 % os.path.join(checkpoints, "ckpt-8"),
+                 "The last good checkpoint, %s, is kept" % good)
+  assert not [f for f in os.listdir(checkpoints) if "ckpt-8" in f]
+  with open(os.path.join(checkpoints, "checkpoint")) as f:
+    assert '"ckpt-4"' in f.read().split("\n")[0]
+  resumed = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
+                           capture_output=True, timeout=300)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "Training steps 4 -> 8" in resumed.stdout
+
+
+def test_output_paths_under_a_file(data_dir, tmp_path):
+  (tmp_path / "file").write_text("")
+  under = str(tmp_path / "file" / "out")
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir",
+                  os.path.join(paths.FIXTURES, "pretraining_dataset"),
+                  "--vocab-file", str(data_dir / "vocab.txt"),
+                  "--output-dir", under)
+  assert_refused(code, err, "cannot write to %s" % under)
+  code, err = run("build_vocab.py", "--corpus-dir", os.path.join(
+      paths.FIXTURES, "pretraining_dataset"), "--output", under)
+  assert_refused(code, err, "cannot write to %s" % (tmp_path / "file"))

@@ -27,7 +27,8 @@ def prepare_output_dir(output_dir, overwrite):
         "output directory %s is not empty (%d entries, e.g. %s); pass "
         "--overwrite to replace its shards and manifest, or choose another "
         "--output-dir." % (output_dir, len(existing), existing[0]))
-  io_utils.make_dirs(output_dir)
+  io_utils.check_writable(output_dir, "choose another --output-dir, or fix "
+                          "its permissions")
   return existing
 
 
