@@ -77,10 +77,18 @@ def main(argv=None):
   strategy = distribution.get_strategy(config)
   # Everything a run reads or writes is checked before the model is built.
   pretrain_data.check_inputs(config)
+  created = not io_utils.exists(config.model_dir)
   check_writable(config.model_dir)
-  with run_lock.locked(config.model_dir,
-                       strategy.extended.should_checkpoint):
-    _pretrain(config, strategy)
+  try:
+    with run_lock.locked(config.model_dir,
+                         strategy.extended.should_checkpoint):
+      _pretrain(config, strategy)
+  except UserError:
+    # A run that failed before its first checkpoint leaves no directory.
+    if created and not io_utils.glob(os.path.join(
+        config.model_dir, "checkpoints", "ckpt-*.index")):
+      io_utils.remove_tree(config.model_dir)
+    raise
   return 0
 
 

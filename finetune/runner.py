@@ -106,18 +106,50 @@ def _load_splits(config, task):
   return train, evals, tests
 
 
+def _finished_trials(config, task_dir, task_name):
+  """{trial: record} of the trials an earlier run of this same config
+  finished (its results file lists them), so a resumed run skips them;
+  {} when the config differs or nothing finished."""
+  config_path = os.path.join(task_dir, "config.json")
+  results_path = os.path.join(config.model_dir, "results",
+                              "%s_results.json" % task_name)
+  if not (io_utils.is_file(config_path) and io_utils.is_file(results_path)):
+    return {}
+  same = io_utils.read_json(config_path) == json.loads(
+      json.dumps(config.to_dict()))
+  if not same:
+    return {}
+  return {t["trial"]: t for t in io_utils.read_json(results_path)["trials"]
+          if "trial" in t}
+
+
+def _write_results(config, task, trials):
+  """The task's results record of `trials`, written; (record, json path)."""
+  record = results_lib.task_record(task.name, trials,
+                                   trials[-1]["primary_metric"])
+  json_path, _ = results_lib.write_task_results(config.model_dir, record)
+  return record, json_path
+
+
 def run_task(config, task, splits, strategy, init_checkpoint):
   """All trials of one task; returns its results record (also written).
+  Trials that a killed run of the same config finished are kept, not
+  redone.
 
   `splits` is `_load_splits(config, task)`: (train, evals, tests).
   """
   train, evals, tests = splits
   task_dir = os.path.join(config.model_dir, "finetuning_models", task.name)
+  finished = _finished_trials(config, task_dir, task.name)
   write_json_atomic(os.path.join(task_dir, "config.json"), config.to_dict())
   trials = []
-  record = None
   for trial in range(1, config.num_trials + 1):
     prefix = "%s trial %d/%d" % (task.name, trial, config.num_trials)
+    if trial in finished:
+      print("%s: finished by an earlier run of this config; kept" % prefix,
+            flush=True)
+      trials.append(finished[trial])
+      continue
     trainer = Trainer(config, task, strategy,
                       os.path.join(task_dir, "trial_%d" % trial),
                       seed=config.seed + trial - 1, log_prefix=prefix)
@@ -127,9 +159,9 @@ def run_task(config, task, splits, strategy, init_checkpoint):
                               "trial_%d" % trial))
     trial_record["trial"] = trial
     trials.append(trial_record)
-    record = results_lib.task_record(task.name, trials,
-                                     trial_record["primary_metric"])
-    json_path, _ = results_lib.write_task_results(config.model_dir, record)
+    # Written after every trial: a killed run keeps the finished ones.
+    record, json_path = _write_results(config, task, trials)
+  record, json_path = _write_results(config, task, trials)
   print(results_lib.record_text(record), end="", flush=True)
   print("results: %s" % json_path, flush=True)
   return record

@@ -77,12 +77,29 @@ SHAPE_KEYS = ("sampling", "relative_position", "relative_num_buckets", "untied_g
               "electra_objective")
 
 
+def checkpoint_step(prefix):
+  """The step in a checkpoint prefix ".../ckpt-<step>", or None."""
+  tail = prefix.rsplit("-", 1)[-1]
+  return int(tail) if tail.isdigit() else None
+
+
 def check_saved_config(config):
-  """Refuses to resume a model directory written with other model shapes."""
+  """Refuses to resume a model directory written with other model shapes,
+  or whose checkpoint is past `num_train_steps` (resuming would rewrite
+  config.json with a step count the checkpoint has already passed)."""
   path = os.path.join(config.model_dir, "config.json")
   ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
-  if not (io_utils.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
+  latest = tf.train.latest_checkpoint(ckpt_dir)
+  if not (io_utils.exists(path) and latest):
     return
+  step = checkpoint_step(latest)
+  if step is not None and step > config.num_train_steps:
+    raise UserError(
+        "the checkpoint %s is at step %d, past num_train_steps %d: there is "
+        "nothing to train, and %s keeps its %d. Give num_train_steps >= %d "
+        "to continue or to re-evaluate, or another --model-name." % (
+            latest, step, config.num_train_steps, path,
+            io_utils.read_json(path).get("num_train_steps", step), step))
   saved = io_utils.read_json(path)
   current = config.to_dict()
   differing = [k for k in SHAPE_KEYS

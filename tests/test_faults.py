@@ -231,3 +231,59 @@ def test_output_paths_under_a_file(data_dir, tmp_path):
   code, err = run("build_vocab.py", "--corpus-dir", os.path.join(
       paths.FIXTURES, "pretraining_dataset"), "--output", under)
   assert_refused(code, err, "cannot write to %s" % (tmp_path / "file"))
+
+
+def test_a_resumed_fine_tuning_keeps_the_trials_it_finished(data_dir, capsys):
+  """A run killed in trial 2 keeps trial 1 (its results file lists it):
+  the same command trains trial 2 only."""
+  import run_finetuning  # pylint: disable=g-import-not-at-top
+  model_dir = data_dir / "models" / "trials"
+  hparams = dict(ff.tiny_hparams(model_dir, debug=True), task_names=["sst"],
+                 num_trials=2)
+  del hparams["model_dir"], hparams["vocab_file"]
+  argv = ["--data-dir", str(data_dir), "--model-name", "trials", "--hparams",
+          json.dumps(hparams)]
+  first = run_finetuning.main(argv)["sst"]
+  results = model_dir / "results" / "sst_results.json"
+  killed = json.loads(results.read_text())
+  killed["trials"] = killed["trials"][:1]  # As left by a kill in trial 2.
+  results.write_text(json.dumps(killed))
+  capsys.readouterr()
+  again = run_finetuning.main(argv)["sst"]
+  out = capsys.readouterr().out
+  assert "sst trial 1/2: finished by an earlier run of this config; kept" in (
+      out)
+  assert "sst trial 2/2: " in out.replace(
+      "sst trial 2/2: finished", "")  # Trial 2 trains again.
+  assert again["trials"][0] == json.loads(json.dumps(first["trials"][0]))
+  assert [t["trial"] for t in again["trials"]] == [1, 2]
+
+
+def test_a_failed_pretraining_leaves_no_directory_and_keeps_its_steps(
+    tmp_path):
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
+                 do_eval=False, train_batch_size=7, strategy="mirrored",
+                 num_cpu_devices=2)
+  code, err = run("run_pretraining.py", "--data-dir", data, "--model-name",
+                  "odd", "--hparams", json.dumps(hparams))
+  assert_refused(code, err, "train_batch_size 7 is not divisible by the 2 "
+                 "replicas")
+  assert not os.path.exists(os.path.join(data, "models", "odd"))
+  # A finished run asked for fewer steps than its checkpoint: refused, and
+  # config.json keeps the steps the checkpoint was trained to.
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
+                 do_eval=False)
+  code, err = run("run_pretraining.py", "--data-dir", data, "--model-name",
+                  "m", "--hparams", json.dumps(hparams))
+  assert code == 0, err[-3000:]
+  config = os.path.join(data, "models", "m", "config.json")
+  with open(config) as f:
+    before = f.read()
+  hparams["num_train_steps"] = 2
+  code, err = run("run_pretraining.py", "--data-dir", data, "--model-name",
+                  "m", "--hparams", json.dumps(hparams))
+  assert_refused(code, err, "is at step 4, past num_train_steps 2")
+  with open(config) as f:
+    assert f.read() == before
