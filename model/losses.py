@@ -106,6 +106,29 @@ def discriminator_loss(disc_logits, labels):
                                                          tf.float32))
 
 
+def log_softplus(x):
+  """log softplus(x), finite for every finite x (any shape, float32).
+
+  softplus(x) underflows to 0 below x ~ -104 in float32, where its log is x
+  up to exp(x) / 2; below -15 that is within 2e-7 of x, which is returned.
+  """
+  x = tf.cast(x, tf.float32)
+  safe = tf.maximum(x, -15.0)  # The unused branch stays finite.
+  return tf.where(x < -15.0, x, tf.math.log(tf.nn.softplus(safe)))
+
+
+def log_discriminator_loss(disc_logits, labels):
+  """log l_t of `discriminator_loss`, finite however confident D is.
+
+  l_t = softplus(z_t) for an original token (label 0), softplus(-z_t) for a
+  replaced one. Args: disc_logits and labels of any one shape. Returns that
+  shape, float32. For the analyses, which correlate in log space
+  (docs/method.md §13.2).
+  """
+  z = tf.cast(disc_logits, tf.float32)
+  return log_softplus(tf.where(tf.cast(labels, tf.bool), -z, z))
+
+
 def hp_loss_sampling_loss(scores_at_sampled, disc_logits_at_masked):
   """HP-Loss head loss per masked position (docs/method.md §8).
 
@@ -126,10 +149,17 @@ def self_normalise_and_clip(raw, weights, clip):
 
   raw [batch, P] holds non-negative unnormalised weights; `weights` [batch,
   P] marks real predictions (padding gets 0). The mean is over the real
-  positions of the global batch. The clip bounds the share of any one
-  position: a p_sample far below p_G (down to `hp_loss_min_estimate` of it)
-  would otherwise let one token dominate. Returns stop-gradient [batch, P]
-  float32.
+  positions of the global batch, so the weights average 1 before the clip.
+  The clip bounds each weight at `clip` times that mean: a p_sample far
+  below p_G (down to `hp_loss_min_estimate` of it) would otherwise give one
+  position a weight of the order of the number of positions. Where a loss
+  divides by a count (HP-Dist's L_S), one position's term is then at most
+  `clip` times what it is at weight 1. The clip does not bound a position's
+  share of the weights' sum: one huge raw weight makes the mean large and
+  every other weight small, and clipped it can still hold nearly all of
+  the sum (in the D loss of docs/method.md §10, which divides by that sum,
+  the unmasked tokens' weight 1 is what limits it). Returns stop-gradient
+  [batch, P] float32.
   """
   weights = tf.cast(weights, tf.float32)
   raw = tf.stop_gradient(tf.cast(raw, tf.float32) * weights)

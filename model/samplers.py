@@ -12,8 +12,9 @@ when it learns, how its sampling head trains (docs/method.md §4-§9):
   head_terms(scores, scores_at, sampled, original_ids,
              disc_logits_at_masked, generator_log_prob)
       per-position [batch, P] tensors of the forward pass: what the head's
-      loss needs, and `est_disc_loss`, the sampler's estimate of D's loss
-      at the placed token (docs/method.md §13.2). Empty unless it learns.
+      loss needs, and `est_log_disc_loss`, the log of the sampler's
+      estimate of D's loss at the placed token, up to a constant per
+      position (docs/method.md §13.2). Empty unless it learns.
       `scores` are the head's u_t [batch, P, vocab]; `scores_at(ids)` gives
       u_t at ids [batch, P] with a gradient of one table row per position
       (the cheap path when the loss reads u_t at one token only).
@@ -23,7 +24,9 @@ when it learns, how its sampling head trains (docs/method.md §4-§9):
       `normalises_over_batch`: the model's `objective`, not its `forward`,
       calls it.
 
-Class attributes: `name`, `learns` (has a sampling head),
+Class attributes: `name`, `drawn_from` (the distribution it draws from,
+as the evaluation's keys name it: "pG", "uniform" or "pS"), `learns` (has
+a sampling head),
 `normalises_over_batch` (its head loss self-normalises weights over the
 global batch), `draws_normalised` (`log_probs` is normalised; else the
 Gumbel-max draw, which needs no normaliser, skips a log-softmax over the
@@ -41,6 +44,7 @@ class Sampler(object):
   """Base: a sampler without a head. Subclasses set `name` and `log_probs`."""
 
   name = None
+  drawn_from = None
   learns = False
   normalises_over_batch = False
   draws_normalised = True
@@ -71,6 +75,7 @@ class GeneratorSampler(Sampler):
   """ELECTRA: x'_t ~ p_G = softmax(mlm_logits / temperature)."""
 
   name = "mlm"
+  drawn_from = "pG"
 
   def log_probs(self, log_pg, scores, original_ids):
     return log_pg
@@ -80,6 +85,7 @@ class UniformSampler(Sampler):
   """Every vocabulary entry equally likely."""
 
   name = "uniform"
+  drawn_from = "uniform"
 
   def log_probs(self, log_pg, scores, original_ids):
     return tf.fill(tf.shape(log_pg), -tf.math.log(
@@ -93,7 +99,17 @@ def hp_loss_estimate(scores, is_original):
   original: L^_D = -log(1 - q) = softplus(u) for a replacement (D should
   say "replaced") and -log q = softplus(-u) at x_t. Any matching shapes.
   """
-  return tf.where(is_original, tf.nn.softplus(-scores), tf.nn.softplus(scores))
+  return tf.nn.softplus(_signed_scores(scores, is_original))
+
+
+def hp_loss_log_estimate(scores, is_original):
+  """log L^_D of `hp_loss_estimate`, finite for any finite u."""
+  return losses.log_softplus(_signed_scores(scores, is_original))
+
+
+def _signed_scores(scores, is_original):
+  """u where D should say "replaced", -u at x_t: L^_D is their softplus."""
+  return tf.where(is_original, -scores, scores)
 
 
 class HPLossSampler(Sampler):
@@ -103,6 +119,7 @@ class HPLossSampler(Sampler):
   """
 
   name = "hp_loss"
+  drawn_from = "pS"
   learns = True
 
   def __init__(self, min_estimate=1e-6):
@@ -135,7 +152,7 @@ class HPLossSampler(Sampler):
     return dict(
         sampling_loss_per_pos=losses.hp_loss_sampling_loss(
             at_sampled, disc_logits_at_masked),
-        est_disc_loss=tf.stop_gradient(hp_loss_estimate(
+        est_log_disc_loss=tf.stop_gradient(hp_loss_log_estimate(
             at_sampled, tf.equal(sampled, original_ids))))
 
   def head_loss(self, out, weights):
@@ -150,6 +167,7 @@ class HPDistSampler(Sampler):
   """
 
   name = "hp_dist"
+  drawn_from = "pS"
   learns = True
   normalises_over_batch = True
   draws_normalised = False
@@ -173,10 +191,12 @@ class HPDistSampler(Sampler):
     # log p_S(x'_t) through the fused cross-entropy kernel: its gradient
     # softmax(u_t) - one_hot is taken in the forward pass.
     log_ps = losses.log_prob_at(scores, sampled)
-    # p_S / p_G is proportional to the estimated L_D (docs/method.md §13.2).
+    # p_S / p_G = L^_D / Z^_t, proportional to the estimated L_D within a
+    # position (docs/method.md §13.2). Kept as a log: the ratio itself
+    # overflows float32 beyond a log-ratio of about 88.
     return dict(sampling_head_log_prob=log_ps,
-                est_disc_loss=tf.stop_gradient(
-                    tf.exp(log_ps - generator_log_prob)))
+                est_log_disc_loss=tf.stop_gradient(
+                    log_ps - generator_log_prob))
 
   def head_loss(self, out, weights):
     importance = losses.hp_dist_weights(

@@ -12,26 +12,33 @@ sequence, L sequence length):
     mlm_focal_loss_per_pos float  focal MLM loss (runs with focal_gamma > 0)
     gen_max_prob        float  max_v p_G(v)
     sampled_tokens      int    replacement x'_t put at the position
-    est_disc_loss       float  estimated L^_D(x'_t) (HP modes; for HP-Dist any
-                               quantity proportional to it, e.g. p_S / p_G)
-    actual_disc_loss    float  actual L_D(x'_t) (HP modes)
+    est_log_disc_loss   float  log of the estimated L^_D(x'_t) (HP modes; up
+                               to a constant per position, as HP-Dist's
+                               log p_S / p_G)
+    actual_log_disc_loss float log of the actual L_D(x'_t) (HP modes)
   token positions [B, L] (need `input_mask`, 1 real token / 0 padding):
     disc_probs          float  sigma(z_t)
     disc_labels         int    1 = replaced
     disc_loss_per_token float  per-token discriminator loss
     masked_position_mask int   1 at masked positions
-    disc_correct_pG     int    1 where D was right, replacements from p_G
-    disc_correct_pS     int    1 where D was right, replacements from p_S
+    disc_correct_<src>  int    1 where D was right, replacements drawn from
+                               <src> (DRAW_SOURCES: pG = p_G, pS = the
+                               learned sampler p_S, uniform)
 
 Any subset may be given; a metric appears in `result()` only if its inputs were
 seen. Where a metric is undefined (no positives for AUC, constant estimates for
 a correlation, nothing counted) it is None and `result()["notes"]` says why.
+
+The estimator's correlations are over log-space pairs: Spearman (the
+primary figure, unchanged by any monotone map) and Pearson of the logs.
 
 Choices, differing from the TF1 code where noted:
 - AUC is exact (Mann-Whitney U with average ranks for ties) over real tokens
   only; the TF1 code used tf.metrics.auc (200 thresholds) over all positions
   with padding scored as (label 0, prob 0). Memory: ~5 bytes per real token.
 - D predicts "replaced" when sigma(z_t) > 0.5 (the TF1 code's sign(logit)).
+- disc_loss is the mean over all real tokens (token-weighted); the TF1 code
+  averaged the per-example means, which weighs short examples' tokens more.
 - Probabilities for the histogram are clipped to [0, 1] (float32 softmax can
   give 1.0000001); the last bin is [0.9, 1.0] including 1.0.
 """
@@ -49,21 +56,28 @@ from util.io_utils import write_bytes_atomic, write_json_atomic, write_text_atom
 NUM_HIST_BINS = 10
 HIST_EDGES = np.linspace(0.0, 1.0, NUM_HIST_BINS + 1)
 
+# The distributions replacements are drawn from, as keys name them
+# (`model.samplers.Sampler.drawn_from`): p_G, the learned p_S, uniform.
+DRAW_SOURCES = ("pG", "pS", "uniform")
+
 _PRED_KEYS = ("masked_lm_preds", "masked_lm_ids", "masked_lm_weights",
               "mlm_loss_per_pos", "mlm_focal_loss_per_pos", "gen_max_prob",
-              "sampled_tokens", "est_disc_loss", "actual_disc_loss")
-_TOKEN_KEYS = ("disc_probs", "disc_labels", "input_mask", "disc_loss_per_token",
-               "masked_position_mask", "disc_correct_pG", "disc_correct_pS")
+              "sampled_tokens", "est_log_disc_loss", "actual_log_disc_loss")
+_TOKEN_KEYS = (("disc_probs", "disc_labels", "input_mask",
+                "disc_loss_per_token", "masked_position_mask") +
+               tuple("disc_correct_" + src for src in DRAW_SOURCES))
 KNOWN_KEYS = frozenset(_PRED_KEYS + _TOKEN_KEYS)
+# D's accuracy under each source, on all real tokens and at masked ones.
+_HARDNESS_METRICS = tuple("disc_accuracy_%s_%s" % (src, where)
+                          for where in ("all", "masked")
+                          for src in DRAW_SOURCES)
 
 # Row order of the text outputs; other keys follow alphabetically.
 MAIN_METRICS = (
     "masked_lm_accuracy", "masked_lm_loss", "masked_lm_focal_loss",
     "sampled_masked_lm_accuracy", "replacement_rate", "disc_loss", "disc_auc",
     "disc_accuracy", "disc_precision", "disc_recall", "disc_accuracy_masked",
-    "estimator_pearson", "estimator_spearman",
-    "disc_accuracy_pG_all", "disc_accuracy_pS_all",
-    "disc_accuracy_pG_masked", "disc_accuracy_pS_masked",
+    "estimator_spearman", "estimator_pearson") + _HARDNESS_METRICS + (
     "num_masked", "num_tokens", "num_estimator_pairs")
 
 
@@ -71,8 +85,7 @@ MAIN_METRICS = (
 _MEAN_METRICS = (
     "masked_lm_accuracy", "masked_lm_loss", "masked_lm_focal_loss",
     "sampled_masked_lm_accuracy", "disc_accuracy", "disc_accuracy_masked",
-    "disc_loss", "disc_accuracy_pG_all", "disc_accuracy_pG_masked",
-    "disc_accuracy_pS_all", "disc_accuracy_pS_masked")
+    "disc_loss") + _HARDNESS_METRICS
 
 
 def _ratio(num, den, name, notes):
@@ -146,12 +159,13 @@ class PretrainEvalAccumulator(object):
       self._seen.add("hist")
       p = np.clip(b["gen_max_prob"][real].astype(np.float64), 0.0, 1.0)
       self._hist += np.histogram(p, bins=HIST_EDGES)[0]
-    if ("est_disc_loss" in b) != ("actual_disc_loss" in b):
-      raise ValueError("est_disc_loss and actual_disc_loss go together")
-    if "est_disc_loss" in b:
+    est, actual = "est_log_disc_loss", "actual_log_disc_loss"
+    if (est in b) != (actual in b):
+      raise ValueError("%s and %s go together" % (est, actual))
+    if est in b:
       self._seen.add("estimator")
-      self._est.append(b["est_disc_loss"][real].astype(np.float64))
-      self._actual.append(b["actual_disc_loss"][real].astype(np.float64))
+      self._est.append(b[est][real].astype(np.float64))
+      self._actual.append(b[actual][real].astype(np.float64))
 
   def _update_tokens(self, b):
     real = (b["input_mask"] > 0).astype(np.float64)
@@ -178,7 +192,7 @@ class PretrainEvalAccumulator(object):
         self._mean("disc_accuracy_masked", preds == labels, masked)
     if "disc_loss_per_token" in b:
       self._mean("disc_loss", b["disc_loss_per_token"], real)
-    for src in ("pG", "pS"):
+    for src in DRAW_SOURCES:
       key = "disc_correct_" + src
       if key not in b:
         continue

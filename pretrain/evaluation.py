@@ -1,9 +1,13 @@
 """Pre-training evaluation: ELECTRA's metrics and analyses (docs/method.md §13).
 
 Runs `num_eval_steps` batches of the eval shards through the model without
-dropout, drawing replacements from the configured sampler; in HP modes the
-same batches are scored a second time with replacements from p_G, for the
-hardness comparison (D's accuracy under p_G versus p_S). Results go to
+dropout, drawing replacements from the configured sampler with no warm-up
+(`sampling_warmup_steps` only concerns training); in HP modes the same
+batches are scored a second time with replacements from p_G, for the
+hardness comparison (D's accuracy under p_G versus p_S). D's accuracies are
+filed under the distribution drawn from (`Sampler.drawn_from`: pG, pS or
+uniform). The estimator's correlations are taken in log space
+(`est_log_disc_loss`, `actual_log_disc_loss`). Results go to
 `<model_dir>/results/` as JSON and text, the generator's max-probability
 histogram as a PNG.
 """
@@ -24,6 +28,8 @@ _OUTPUT_KEYS = ("masked_lm_preds", "mlm_loss_per_pos", "gen_max_prob",
                 "disc_loss_per_token", "masked_position_mask")
 _FOCAL_KEY = "mlm_focal_loss_per_pos"
 _FEATURE_KEYS = ("masked_lm_ids", "masked_lm_weights", "input_mask")
+# The estimator's pair (log space, docs/method.md §13.2), in HP modes.
+_ESTIMATOR_KEYS = ("est_log_disc_loss", "actual_log_disc_loss")
 
 
 def _disc_correct(out):
@@ -33,28 +39,26 @@ def _disc_correct(out):
 
 def make_eval_step(config, model, strategy):
   """A `tf.function` running one eval batch; build once and reuse it."""
-  learns_sampler = samplers.sampler_class(config.sampling).learns
+  sampler = model.sampler
   output_keys = _OUTPUT_KEYS + ((_FOCAL_KEY,) if config.focal_gamma else ())
 
   def replica_fn(features):
-    out = model(features, training=False)
+    # The model's own sampler named explicitly: no warm-up
+    # (docs/method.md §5, §13).
+    out = model(features, training=False, sampler=sampler)
     batch = {k: out[k] for k in output_keys if k in out}
     batch.update({k: features[k] for k in _FEATURE_KEYS})
     if "disc_probs" not in out:
       return batch
-    if learns_sampler:
-      batch["est_disc_loss"] = out["est_disc_loss"]
-      batch["actual_disc_loss"] = out["actual_disc_loss"]
+    batch["disc_correct_" + sampler.drawn_from] = _disc_correct(out)
+    if sampler.learns:
+      batch.update({k: out[k] for k in _ESTIMATOR_KEYS})
       under_pg = model(features, training=False,
                        sampler=samplers.GeneratorSampler())
       batch["disc_correct_pG"] = _disc_correct(under_pg)
       # The estimator on p_G draws, free of p_S's selection of tokens whose
       # loss the head overestimates (a bias strongest early in training).
-      batch["est_disc_loss_pG"] = under_pg["est_disc_loss"]
-      batch["actual_disc_loss_pG"] = under_pg["actual_disc_loss"]
-      batch["disc_correct_pS"] = _disc_correct(out)
-    else:
-      batch["disc_correct_pG"] = _disc_correct(out)
+      batch.update({k + "_pG": under_pg[k] for k in _ESTIMATOR_KEYS})
     return batch
 
   @tf.function
@@ -62,6 +66,18 @@ def make_eval_step(config, model, strategy):
     return strategy.run(replica_fn, args=(next(iterator),))
 
   return eval_step
+
+
+def split_pg_estimator(batch):
+  """(batch, pg_batch): an eval step's numpy outputs without the estimator
+  pair on p_G draws, and that pair as a batch of its own for a second
+  `PretrainEvalAccumulator` (None outside HP modes)."""
+  if _ESTIMATOR_KEYS[0] + "_pG" not in batch:
+    return batch, None
+  batch = dict(batch)
+  pg_batch = {k: batch.pop(k + "_pG") for k in _ESTIMATOR_KEYS}
+  pg_batch["masked_lm_weights"] = batch["masked_lm_weights"]
+  return batch, pg_batch
 
 
 def evaluate(config, model, strategy, step, log=print, eval_step=None):
@@ -82,17 +98,15 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
       # The global batch, from the replicas of all workers.
       batch = {k: strategy.gather(v, axis=0).numpy()
                for k, v in outputs.items()}
-      if "est_disc_loss_pG" in batch:
-        under_pg.update(dict(
-            est_disc_loss=batch.pop("est_disc_loss_pG"),
-            actual_disc_loss=batch.pop("actual_disc_loss_pG"),
-            masked_lm_weights=batch["masked_lm_weights"]))
+      batch, pg_batch = split_pg_estimator(batch)
+      if pg_batch:
+        under_pg.update(pg_batch)
       accumulator.update(batch)
   results = accumulator.result()
   pg = under_pg.result()
   if pg.get("estimator_pearson") is not None:
-    results["estimator_pearson_pG"] = pg["estimator_pearson"]
     results["estimator_spearman_pG"] = pg["estimator_spearman"]
+    results["estimator_pearson_pG"] = pg["estimator_pearson"]
   results.update(model_name=config.model_name, sampling=config.sampling,
                  focal_gamma=config.focal_gamma,
                  eval_tfrecords=config.eval_tfrecords,
@@ -108,7 +122,7 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
       title="Generator max-probability at masked positions (step %d)" % step)
   log("Eval at step %d: %s" % (step, ", ".join(
       "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS +
-      ("estimator_pearson_pG", "estimator_spearman_pG")
+      ("estimator_spearman_pG", "estimator_pearson_pG")
       if isinstance(results.get(k), float))))
   warning = eval_metrics.discriminator_warning(results)
   if warning:

@@ -3,6 +3,12 @@
 `step_statistics` runs in each replica inside the train loop and returns
 sums (so they add over replicas and steps); `summarize_sums` turns the sums
 of a window of steps into means and ratios on the host.
+
+`hp_estimator_pearson` (the progress line's `hp_r`) is the Pearson
+correlation, over the real masked positions of the window, of the log of
+the sampler's estimate of D's loss with the log of D's actual loss
+(docs/method.md §13.2): HP-Dist's estimate p_S/p_G is heavy-tailed and
+overflows float32 outside log space, and its square would sooner.
 """
 
 import math
@@ -30,7 +36,8 @@ def step_statistics(out, features, learns_sampler):
       replaced=tf.reduce_sum(w * tf.cast(tf.not_equal(
           out["sampled_tokens"], features["masked_lm_ids"]), tf.float32)))
   if learns_sampler:
-    x, y = out["est_disc_loss"] * w, out["actual_disc_loss"] * w
+    x = out["est_log_disc_loss"] * w
+    y = out["actual_log_disc_loss"] * w
     stats.update(sx=tf.reduce_sum(x), sy=tf.reduce_sum(y),
                  sxx=tf.reduce_sum(x * x), syy=tf.reduce_sum(y * y),
                  sxy=tf.reduce_sum(x * y))

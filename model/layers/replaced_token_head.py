@@ -17,8 +17,12 @@ class ReplacedTokenHead(tf_keras.layers.Layer):
     hidden_act: activation of the transform.
     initializer_range: stddev of the truncated-normal initial kernels.
 
-  Input: [batch, seq_len, hidden]. Output: [batch, seq_len] float32 logits;
-  sigmoid(z_t) = P(token t was replaced).
+  Input: [batch, seq_len, hidden] (compute dtype). Output: [batch, seq_len]
+  float32 logits; sigmoid(z_t) = P(token t was replaced). The transform runs
+  in the compute dtype; the logit layer in float32 (its input cast up), as
+  the vocabulary heads' LayerNorm and projection do, so that under a mixed
+  policy z keeps float32 precision: it feeds L_D, HP-Loss's target and the
+  AUC.
   """
 
   def __init__(self, hidden_size, hidden_act="gelu", initializer_range=0.02,
@@ -31,10 +35,11 @@ class ReplacedTokenHead(tf_keras.layers.Layer):
         kernel_initializer=truncated_normal(initializer_range),
         name="transform")
     self.logit = tf_keras.layers.Dense(
-        1, kernel_initializer=truncated_normal(initializer_range), name="logit")
+        1, kernel_initializer=truncated_normal(initializer_range),
+        dtype=tf.float32, name="logit")
 
   def call(self, hidden):
-    return tf.cast(tf.squeeze(self.logit(self.dense(hidden)), -1), tf.float32)
+    return tf.squeeze(self.logit(self.dense(hidden)), -1)
 
   def get_config(self):
     config = super(ReplacedTokenHead, self).get_config()

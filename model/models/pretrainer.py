@@ -63,15 +63,19 @@ class ElectraPretrainer(tf_keras.Model):
       under mixed precision, and token counts need float32.
     step: the global step (scalar); before `sampling_warmup_steps` the draw
       comes from p_G while the sampling head already trains.
-    sampler: a `samplers.Sampler` that overrides the model's for the draw
-      (analyses: `GeneratorSampler()` draws from p_G on the same batch).
+    sampler: a `samplers.Sampler` for the draw, with no warm-up: the
+      model's own `self.sampler` (evaluation, docs/method.md §13) or
+      another (`GeneratorSampler()` draws from p_G on the same batch).
   Returns a dict of float32 tensors: `total_loss`, `mlm_loss` (the objective
     L_MLM, focal when focal_gamma > 0), `disc_loss`, `sampling_loss`
     (replica shares of global means); per position [batch, P]:
     `mlm_loss_per_pos` (the plain cross-entropy -log p_G(x_t), whatever the
     gamma, so that runs compare), `mlm_focal_loss_per_pos` (the focal loss
     `mlm_loss` averages), `masked_lm_preds`, `gen_max_prob`, `sampled_tokens`,
-    `est_disc_loss`, `actual_disc_loss`, `sample_log_prob`, `generator_log_prob`;
+    `actual_disc_loss` L_D(x'_t), `sample_log_prob`, `generator_log_prob`,
+    and for the analyses (docs/method.md §13.2) `actual_log_disc_loss`
+    log L_D(x'_t) and `est_log_disc_loss`, the log of the sampler's
+    estimate of it (0 unless the sampler learns);
     per token [batch, seq_len]: `disc_logits`, `disc_probs`, `disc_labels`,
     `disc_loss_per_token`, `masked_position_mask`. With `electra_objective`
     false (plain MLM) only `total_loss`, `mlm_loss`, `mlm_loss_per_pos`,
@@ -155,12 +159,17 @@ class ElectraPretrainer(tf_keras.Model):
 
     # Discriminator: replaced-token detection on the fake data.
     out.update(self._discriminator_outputs(features, fake_ids, training))
+    disc_logits_at_masked = tf.gather(out["disc_logits"], positions,
+                                      batch_dims=1)
     out.update(
         sampled_tokens=sampled,
         generator_log_prob=generator_log_prob,
-        est_disc_loss=tf.zeros_like(weights),
+        est_log_disc_loss=tf.zeros_like(weights),
         actual_disc_loss=tf.gather(out["disc_loss_per_token"], positions,
                                    batch_dims=1),
+        actual_log_disc_loss=losses.log_discriminator_loss(
+            disc_logits_at_masked,
+            tf.gather(out["disc_labels"], positions, batch_dims=1)),
         masked_position_mask=self._masked_position_mask(
             positions, weights, tf.shape(features["input_mask"])))
 
@@ -171,8 +180,7 @@ class ElectraPretrainer(tf_keras.Model):
                                     gen_out)
     out.update(self.sampler.head_terms(
         gen_out.get("sampling_scores"), scores_at, sampled, labels,
-        tf.gather(out["disc_logits"], positions, batch_dims=1),
-        generator_log_prob))
+        disc_logits_at_masked, generator_log_prob))
     out["sample_log_prob"] = (
         sampling.gather_vocab(log_p_draw, sampled) if normalised else
         self.sampler.sample_log_prob(out))

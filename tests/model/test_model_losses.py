@@ -215,3 +215,36 @@ def test_hp_dist_loss_drives_a_free_softmax_to_p_star():
   assert total_variation < 0.03, (p_s, p_star)
   # The target is far from both the start (uniform) and p_G.
   assert 0.5 * np.abs(p_g - p_star).sum() > 0.3
+
+
+def test_log_softplus_and_log_discriminator_loss_stay_finite():
+  x = np.array([-300.0, -120.0, -104.0, -30.0, -15.5, -15.0, -3.0, 0.0, 2.0,
+                40.0, 100.0], np.float32)
+  expected = np.log(np.logaddexp(0.0, x.astype(np.float64)))
+  np.testing.assert_allclose(losses.log_softplus(x).numpy(), expected,
+                             rtol=1e-6)
+  # log l_t: softplus(z) for an original token, softplus(-z) if replaced.
+  labels = (np.arange(x.size) % 2).astype(np.int32)
+  got = losses.log_discriminator_loss(x, labels).numpy()
+  np.testing.assert_allclose(got, np.where(labels > 0, np.log(np.logaddexp(
+      0.0, -x.astype(np.float64))), expected), rtol=1e-6)
+  assert np.all(np.isfinite(got))
+  # Where l_t is representable, its log matches the loss's.
+  plain = losses.discriminator_loss(x, labels).numpy()
+  shown = plain > 1e-30
+  np.testing.assert_allclose(got[shown], np.log(plain[shown]), rtol=1e-5)
+
+
+def test_the_clip_bounds_each_weight_not_its_share_of_the_sum():
+  # Issue 30: the docstring claimed a bound on "the share of any one
+  # position". The clip bounds each weight at clip times the mean; one huge
+  # raw weight still holds nearly all of the clipped weights' sum.
+  raw = np.ones([1, 100], np.float32)
+  raw[0, 0] = 1e6
+  got = losses.self_normalise_and_clip(tf.constant(raw), tf.ones([1, 100]),
+                                       clip=10.0).numpy()
+  assert got.max() == 10.0
+  assert got[0, 0] / got.sum() > 0.99
+  doc = " ".join(losses.self_normalise_and_clip.__doc__.split())
+  assert "bounds the share" not in doc
+  assert "does not bound a position's share" in doc

@@ -301,8 +301,8 @@ def test_model_hp_loss_draw_uses_p_g_times_estimate():
       rtol=1e-4, atol=1e-5)
   expected_estimate = np.take_along_axis(estimate, sampled[..., None],
                                          -1)[..., 0]
-  np.testing.assert_allclose(out["est_disc_loss"].numpy(), expected_estimate,
-                             rtol=1e-5)
+  np.testing.assert_allclose(out["est_log_disc_loss"].numpy(),
+                             np.log(expected_estimate), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("extra", [{}, dict(sampling_warmup_steps=1),
@@ -369,8 +369,9 @@ def test_sampling_stays_float32_under_mixed_bfloat16(mixed_bfloat16, mode):
   for key in ("mlm_logits", "sampling_scores"):
     assert gen_out[key].dtype == tf.float32, key
   for key in ("total_loss", "mlm_loss", "disc_loss", "sampling_loss",
-              "sample_log_prob", "generator_log_prob", "est_disc_loss",
-              "actual_disc_loss", "gen_max_prob", "disc_probs"):
+              "sample_log_prob", "generator_log_prob", "est_log_disc_loss",
+              "actual_disc_loss", "actual_log_disc_loss", "gen_max_prob",
+              "disc_probs"):
     assert out[key].dtype == tf.float32, key
     assert np.all(np.isfinite(out[key].numpy())), key
   # Sampled log-probs are proper log-probabilities.

