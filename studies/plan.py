@@ -55,8 +55,8 @@ outside the study, with its own vocab.txt (studies/released.py). With one:
   * downstream gains a row named after the start (the folder fine-tuned
     directly), which every pre-trained row and random initialisation are
     compared with; random initialisation takes the folder's shape;
-  * the first task's fine-tunings of the start and of random initialisation
-    run first (they need no pre-training), then the pre-trainings.
+  * the fine-tunings of the start and of random initialisation run first
+    (they need no pre-training), task by task, then the pre-trainings.
 
 A task's `source` is a directory with `train.tsv` and `dev.tsv`, or one
 `.tsv` file that the study splits 80/10/10 with a fixed seed; the study
@@ -306,13 +306,13 @@ def _finetuning_runs(study, pretrain_ids):
 
 def plan(study):
   """Every `Run` of the study, in order: pre-training, then fine-tuning of
-  each model on each task. With a released start, the first task's
-  fine-tunings that need no pre-training (the start's and random
-  initialisation's, the study's reference points) run first."""
+  each model on each task. With a released start, the fine-tunings that
+  need no pre-training (the start's and random initialisation's on every
+  task, the study's reference points) run first, the first task's first."""
   pretraining = _pretraining_runs(study)
   by_task = _finetuning_runs(study, {r.model: r.id for r in pretraining
                                      if r.kind == "pretrain"})
-  early = [r for r in by_task[0] if not r.needs] if (
-      "start" in study and by_task) else []
+  early = [r for runs in by_task for r in runs if not r.needs] if (
+      "start" in study) else []
   return early + pretraining + [r for runs in by_task for r in runs
                                 if r not in early]

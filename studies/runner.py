@@ -94,8 +94,8 @@ def finetune_work(run):
 
 def estimate_seconds(run, runs, timings):
   """Expected wall time of `run` from the finished runs of its kind:
-  pre-training per step; fine-tuning per unit of `finetune_work`, from the
-  same task's runs if any has finished, else from every task's."""
+  pre-training per step; fine-tuning per trial of the same task's runs if
+  any has finished, else per unit of `finetune_work` of every task's."""
   measured = [r for r in runs if r.id in timings and r.kind == run.kind]
   if run.kind == "pretrain":
     steps = sum(r.steps for r in measured)
@@ -111,6 +111,9 @@ def estimate_seconds(run, runs, timings):
     work = [finetune_work(r) for r in chosen + [run]]
     if None not in work and sum(work[:-1]) > 0:
       return sum(timings[r.id] for r in chosen) / sum(work[:-1]) * work[-1]
+  if run.kind == "finetune":
+    trials = sum(r.trials for r in chosen)
+    return sum(timings[r.id] for r in chosen) / trials * run.trials
   return sum(timings[r.id] for r in chosen) / len(chosen)
 
 

@@ -18,6 +18,7 @@ import study as study_cli
 from studies import comparisons
 from studies import config as config_lib
 from studies import plan as plan_lib
+from studies import runner
 from tests.paths import FIXTURES
 from tests.paths import REPO
 from util.errors import UserError
@@ -157,6 +158,17 @@ def test_a_study_can_fine_tune_fewer_seeds_and_rows(released_folder,
   assert trials["finetune sst_fixture from continued-electra-s2"] == (1, 1)
   assert trials["finetune sst_fixture from continued-hp_loss_focal-s1"] == (
       1, 1)
+  # The reference points of every task first: they need no pre-training.
+  assert [r.id for r in plan_lib.plan(study)[:3]] == [
+      "finetune sst_fixture from released",
+      "finetune sst_fixture from random_init",
+      "finetune sst_full from released"]
+  # A one-trial fine-tuning takes a third of a three-trial run's time.
+  runs = plan_lib.plan(study)
+  one = next(r for r in runs
+             if r.id == "finetune sst_fixture from continued-electra-s1")
+  assert runner.estimate_seconds(
+      one, runs, {"finetune sst_fixture from released": 300.0}) == 100.0
   # sst_full only for its rows: the start and both ELECTRA seeds.
   assert sorted(i for i in finetunings if "sst_full" in i) == [
       "finetune sst_full from continued-electra-s1",
