@@ -287,3 +287,25 @@ def test_a_failed_pretraining_leaves_no_directory_and_keeps_its_steps(
   assert_refused(code, err, "is at step 4, past num_train_steps 2")
   with open(config) as f:
     assert f.read() == before
+
+
+@pytest.mark.parametrize("script", ["run_pretraining.py", "run_finetuning.py"])
+def test_a_model_directory_that_cannot_be_made(tmp_path, script):
+  """<data-dir>/models is a file: the model directory cannot be made
+  there, which is said before any training (root ignores permissions, so a
+  file stands in for a read-only directory)."""
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
+  shutil.copytree(os.path.join(ff.FIXTURE_DIR, "finetuning_data", "sst"),
+                  os.path.join(data, "finetuning_data", "sst"))
+  with open(os.path.join(data, "models"), "w") as f:
+    f.write("not a directory")
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2)
+  if script == "run_finetuning.py":
+    hparams = dict(task_names=["sst"], init_checkpoint="none", debug=True,
+                   max_seq_length=32)
+  code, err = run(script, "--data-dir", data, "--model-name", "m",
+                  "--hparams", json.dumps(hparams))
+  assert_refused(code, err, os.path.join(data, "models"))
+  with open(os.path.join(data, "models")) as f:
+    assert f.read() == "not a directory"

@@ -13,6 +13,7 @@ import contextlib
 import os
 import socket
 
+from util import io_utils
 from util.errors import UserError
 
 LOCK_NAME = ".lock"
@@ -93,7 +94,7 @@ def locked(directory, enabled=True, what="model directory"):
   if not enabled or not _is_local(directory):
     yield None
     return
-  os.makedirs(directory, exist_ok=True)
+  io_utils.check_writable(directory)  # Creates it; a UserError if it cannot.
   path = os.path.join(directory, LOCK_NAME)
   if not try_acquire(path):
     pid, host = holder(path) or (None, None)
