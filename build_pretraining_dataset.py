@@ -41,6 +41,7 @@ from pretrain.dataset_builder.build import cpu_seconds
 from util.cli import run_main
 from util.errors import UserError
 from util import vocab_fingerprint
+from util import vocab_layout
 # pylint: enable=g-import-not-at-top
 
 
@@ -52,8 +53,9 @@ def parse_args(argv=None):
   parser.add_argument("--vocab-file",
                       help="WordPiece vocab.txt (see build_vocab.py).")
   parser.add_argument("--sentencepiece-model",
-                      help="Use this SentencePiece model instead of "
-                      "--vocab-file (its own normalization applies).")
+                      help="A SentencePiece model (see build_vocab.py "
+                      "--model-type), instead of --vocab-file; its own "
+                      "normalization applies.")
   parser.add_argument("--output-dir", required=True,
                       help="Where the shards and manifest.json go.")
   parser.add_argument("--max-seq-length", type=int, default=128,
@@ -87,9 +89,13 @@ def parse_args(argv=None):
 def main(argv=None):
   start, start_cpu = time.time(), cpu_seconds()
   args = parse_args(argv)
-  if not args.vocab_file and not args.sentencepiece_model:
+  if bool(args.vocab_file) == bool(args.sentencepiece_model):
     raise UserError("give --vocab-file (a WordPiece vocab.txt) or "
-                    "--sentencepiece-model.")
+                    "--sentencepiece-model, %s." % (
+                        "not both" if args.vocab_file else "one of them"))
+  vocab_layout.check_one_vocabulary(
+      args.vocab_file or args.sentencepiece_model,
+      "--vocab-file" if args.vocab_file else "--sentencepiece-model")
   tokenizer = tokenization.create_tokenizer(
       vocab_file=args.vocab_file, sentencepiece_model=args.sentencepiece_model,
       do_lower_case=args.do_lower_case, strip_accents=args.strip_accents,

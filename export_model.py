@@ -73,9 +73,10 @@ def parse_args(argv=None):
   parser.add_argument("--trial", type=int, default=1,
                       help="With --task: which trial (default 1).")
   parser.add_argument("--sentencepiece-model",
-                      help="saved_model of a pre-trained model: the "
+                      help="hf and saved_model of a pre-trained model: the "
                       "SentencePiece model its data was built with, "
-                      "instead of vocab.txt.")
+                      "instead of vocab.txt (hf then writes a fast "
+                      "tokenizer's tokenizer.json).")
   return parser.parse_args(argv)
 
 
@@ -89,6 +90,9 @@ def main(argv=None):
     raise UserError("--task exports a fine-tuned model of --data-dir/"
                     "--model-name as a SavedModel (--format saved_model); "
                     "hf and tf1 export pre-trained models.")
+  if args.sentencepiece_model and (args.task or args.format == "tf1"):
+    raise UserError("--sentencepiece-model applies to pre-trained models "
+                    "exported as hf or saved_model.")
   if args.task:
     return _export_finetuned(args, user)
 
@@ -96,6 +100,7 @@ def main(argv=None):
   from interop import convert
   from interop import export_dir
   from interop import hf
+  from interop import hf_sentencepiece
   from interop import loader
   from interop import names
   from interop import saved_model
@@ -121,11 +126,14 @@ def main(argv=None):
     config.adopted_from = adopted
   if args.format in ("hf", "tf1"):
     names.refuse_relative_position(config, args.format)  # Before any work.
+  if args.sentencepiece_model:
+    hf_sentencepiece.load_checked(args.sentencepiece_model, config.vocab_size)
   export_dir.check_output(args.output, args.overwrite)
   model = builders.build_pretrainer_with_variables(config)
   loader.load_into(model, source, log=print)
   if args.format == "hf":
-    hf.export_hf(model, config, args.output)
+    hf.export_hf(model, config, args.output,
+                 sentencepiece_model=args.sentencepiece_model)
   elif args.format == "tf1":
     tf1.export_tf1(model, config, args.output)
   else:

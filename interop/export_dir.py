@@ -15,7 +15,8 @@ from util.errors import UserError
 
 # The files `hf.export_hf` writes in each of its role folders.
 _HF_FILES = ("config.json", "model.safetensors", "vocab.txt",
-             "special_tokens_map.json", "tokenizer_config.json")
+             "special_tokens_map.json", "tokenizer_config.json",
+             "tokenizer.json", "sentencepiece.model")
 _HF_FOLDERS = ("discriminator", "generator")
 # `tf1.export_tf1`: plus model.ckpt-<step>.{index,data-*}.
 _TF1_FILES = ("checkpoint", "bert_config.json", "generator_config.json",

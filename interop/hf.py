@@ -3,7 +3,10 @@
 An exported folder (`OUT/discriminator/`, `OUT/generator/`) holds
 `config.json`, `model.safetensors`, `vocab.txt`, `tokenizer_config.json` and
 `special_tokens_map.json`, and loads with transformers'
-`ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained`.
+`ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained`. A model of
+a SentencePiece vocabulary gets `tokenizer.json` (a fast tokenizer,
+interop/hf_sentencepiece.py) and the model as `sentencepiece.model`
+instead of `vocab.txt`.
 
 Activation names differ: our "gelu" is the tanh approximation (as Google's
 ELECTRA and tf-models-official compute it), which HF calls "gelu_new"; HF's
@@ -17,9 +20,11 @@ differs by at most 3e-4 per unit (the encoder and the discriminator match).
 
 import posixpath
 
+from interop import hf_sentencepiece
 from interop import names
 from interop import safetensors_io
 from util import io_utils
+from util import vocab_layout
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -92,20 +97,31 @@ def sizes_from_hf_config(config, path):
   return sizes
 
 
-def _write_tokenizer_files(output_dir, vocab_file, do_lower_case,
-                           max_seq_length):
-  safetensors_io.copy_atomic(vocab_file,
-                             posixpath.join(output_dir, "vocab.txt"))
+def _write_tokenizer_files(output_dir, config, sp_tokenizer=None):
+  """The tokenizer files of a folder: ElectraTokenizer's (vocab.txt), or
+  with `sp_tokenizer` (a SentencePieceTokenizer) a fast tokenizer's."""
   write_json_atomic(posixpath.join(output_dir, "special_tokens_map.json"),
                     _SPECIAL)
-  write_json_atomic(
-      posixpath.join(output_dir, "tokenizer_config.json"),
-      dict(_SPECIAL, tokenizer_class="ElectraTokenizer",
-           do_lower_case=do_lower_case, strip_accents=None,
-           tokenize_chinese_chars=True, model_max_length=max_seq_length))
+  settings = dict(_SPECIAL, model_max_length=config.max_seq_length)
+  if sp_tokenizer is None:
+    safetensors_io.copy_atomic(config.vocab_file,
+                               posixpath.join(output_dir, "vocab.txt"))
+    settings.update(tokenizer_class="ElectraTokenizer",
+                    do_lower_case=config.do_lower_case, strip_accents=None,
+                    tokenize_chinese_chars=True)
+  else:
+    safetensors_io.copy_atomic(
+        sp_tokenizer.model_file,
+        posixpath.join(output_dir, vocab_layout.SENTENCEPIECE_FILE))
+    write_json_atomic(posixpath.join(output_dir, "tokenizer.json"),
+                      hf_sentencepiece.tokenizer_json(sp_tokenizer))
+    settings.update(tokenizer_class="PreTrainedTokenizerFast",
+                    clean_up_tokenization_spaces=False)
+  write_json_atomic(posixpath.join(output_dir, "tokenizer_config.json"),
+                    settings)
 
 
-def export_hf(model, config, output_dir, log=print):
+def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
   """Writes `model` (an `ElectraPretrainer`) as two HF folders.
 
   Args:
@@ -113,13 +129,21 @@ def export_hf(model, config, output_dir, log=print):
     config: its `configure.PretrainingConfig` (sizes, vocab_file,
       do_lower_case, max_seq_length).
     output_dir: gets `discriminator/` and `generator/`.
+    sentencepiece_model: the SentencePiece model the model's data was
+      built with, instead of config.vocab_file.
   Returns {role: folder path}.
-  Raises UserError for a relative position bias (HF ELECTRA has none).
+  Raises UserError for a relative position bias (HF ELECTRA has none), a
+  missing vocabulary, or a SentencePiece model without the special pieces
+  or of another size than the model's vocabulary.
   """
   names.refuse_relative_position(config, "hf")
-  if not io_utils.is_file(config.vocab_file):
-    raise UserError("vocab file %s not found; set hparam vocab_file." %
-                    config.vocab_file)
+  sp_tokenizer = None
+  if sentencepiece_model:
+    sp_tokenizer = hf_sentencepiece.load_checked(sentencepiece_model,
+                                                 config.vocab_size)
+  elif not io_utils.is_file(config.vocab_file):
+    raise UserError("vocab file %s not found; set hparam vocab_file (or "
+                    "give the SentencePiece model)." % config.vocab_file)
   entries = names.model_entries(model, with_sampling_head=False)
   tied = model.generator.mlm_head.output_embeddings is None
   hparams = {role: config.network_hparams(role)
@@ -135,8 +159,7 @@ def export_hf(model, config, output_dir, log=print):
     write_json_atomic(posixpath.join(folder, "config.json"), hf_config(
         hparams[role], ARCHITECTURES[role],
         tie_word_embeddings=tied or role == "discriminator"))
-    _write_tokenizer_files(folder, config.vocab_file, config.do_lower_case,
-                           config.max_seq_length)
+    _write_tokenizer_files(folder, config, sp_tokenizer)
     log("exported %s: %d tensors -> %s" % (role, len(tensors), folder))
     folders[role] = folder
   sampling_head = getattr(model.generator, "sampling_head", None)

@@ -57,13 +57,12 @@ def load_vocab(vocab_file):
   return vocab
 
 
-def _check_special_tokens(path, vocab):
+def _check_special_tokens(path, vocab, fix="build_vocab.py adds them"):
   missing = [t for t in SPECIAL_TOKENS if t not in vocab]
   if missing:
     raise UserError(
         "%s lacks the special token(s) %s; a vocabulary needs all of %s "
-        "(build_vocab.py adds them)." %
-        (path, " ".join(missing), " ".join(SPECIAL_TOKENS)))
+        "(%s)." % (path, " ".join(missing), " ".join(SPECIAL_TOKENS), fix))
 
 
 class _Tokenizer(object):
@@ -216,10 +215,11 @@ class WordPieceTokenizer(_Tokenizer):
 class SentencePieceTokenizer(_Tokenizer):
   """A SentencePiece model with the same interface as WordPieceTokenizer.
 
-  The model must hold SPECIAL_TOKENS as pieces (train it with
-  user_defined_symbols, e.g. `--user_defined_symbols=[CLS],[SEP],[MASK]`,
-  `--pad_piece=[PAD] --unk_piece=[UNK]`). The model's own normalization
-  applies; there is no lower-casing option.
+  The model must hold SPECIAL_TOKENS as pieces: build_vocab.py
+  --model-type unigram|bpe trains one so (or train it with
+  `--user_defined_symbols=[CLS],[SEP],[MASK] --pad_piece=[PAD]
+  --unk_piece=[UNK]`). The model's own normalization applies; there is no
+  lower-casing option.
   """
 
   def __init__(self, model_file, single_thread=False):
@@ -234,7 +234,9 @@ class SentencePieceTokenizer(_Tokenizer):
       raise UserError("cannot load sentencepiece model %s: %s" %
                       (model_file, e)) from None
     vocab = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
-    _check_special_tokens(model_file, vocab)
+    _check_special_tokens(
+        model_file, vocab, "as pieces: build_vocab.py --model-type unigram "
+        "or bpe trains a SentencePiece model with them")
     self._init_vocab(vocab)
     self.model_file = model_file
     self._sp = sp

@@ -23,6 +23,9 @@ JOBS.json: a list of jobs, each a dict with "op":
     `missing_keys`, `unexpected_keys`, `mismatched_keys` of the loading
     ([""] when none); with tokenizer files, `tokenized`: the ids
     AutoTokenizer gives "w1 W2 w3".
+  * "tokenize": {"op", "folder", "texts", "outputs" (.json written)}:
+    `AutoTokenizer.from_pretrained(folder)` on each text; writes
+    {"class": the tokenizer's class name, "input_ids": [[id, ...], ...]}.
 """
 
 import json
@@ -74,6 +77,14 @@ def run(job):
   np.savez(job["outputs"], **result)
 
 
+def tokenize(job):
+  tokenizer = transformers.AutoTokenizer.from_pretrained(job["folder"])
+  with open(job["outputs"], "w") as f:
+    json.dump({"class": type(tokenizer).__name__,
+               "input_ids": [tokenizer(t)["input_ids"] for t in job["texts"]]},
+              f)
+
+
 def from_tf1(job):
   """transformers' own TF1-ELECTRA conversion of a checkpoint, saved."""
   cls = getattr(transformers, job["class"])  # Loads torch (triton) first:
@@ -88,7 +99,8 @@ def main(path):
   with open(path) as f:
     jobs = json.load(f)
   for job in jobs:
-    {"make": make, "run": run, "tf1": from_tf1}[job["op"]](job)
+    {"make": make, "run": run, "tf1": from_tf1,
+     "tokenize": tokenize}[job["op"]](job)
 
 
 if __name__ == "__main__":

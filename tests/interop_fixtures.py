@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+import configure
 from model import builders
 from tests import pretrain_fixtures as pf
 
@@ -54,6 +55,18 @@ def build(config_, randomise=True, seed=0):
       if any(k in v.name for k in ("bias", "gamma", "beta")):
         v.assign_add(0.1 * rng.standard_normal(v.shape).astype(np.float32))
   return model
+
+
+def pretrained_dir(data, hparams, seed=4):
+  """`data`/models/M as pre-training leaves it: config.json (of `hparams`)
+  and a checkpoint of a model built with `build`. Returns (str(data),
+  model)."""
+  config_ = configure.PretrainingConfig("M", str(data), **hparams)
+  model = build(config_, seed=seed)
+  config_.save()
+  tf.train.Checkpoint(model=model, step=tf.Variable(3, dtype=tf.int64)).save(
+      os.path.join(config_.model_dir, "checkpoints", "ckpt"))
+  return str(data), model
 
 
 def ours(model, feats):

@@ -85,6 +85,29 @@ def read_text(path):
   return text, None
 
 
+def read_corpus(corpus_dir):
+  """The texts of the usable files of `corpus_dir`, in path order.
+
+  The files left out are warned about on stderr (warn_skipped).
+
+  Raises:
+    UserError: `corpus_dir` is not a directory, or no file is usable.
+  """
+  files, skipped = list_corpus_files(corpus_dir)
+  texts = []
+  for f in files:
+    text, reason = read_text(f.path)
+    if text is None:
+      skipped.append((f.relpath, reason))
+    else:
+      texts.append(text)
+  for relpath, reason in skipped:
+    warn_skipped(relpath, reason)
+  if not texts:
+    raise no_text_error(corpus_dir, len(files), skipped)
+  return texts
+
+
 def warn_skipped(relpath, reason):
   sys.stderr.write("warning: skipping %s: %s\n" % (relpath, reason))
 

@@ -49,19 +49,9 @@ def build_vocab(corpus_dir, output_file, vocab_size=30522,
     raise UserError("--vocab-size must be more than the %d reserved tokens, "
                     "got %d." % (len(reserved), vocab_size))
   normalizer = BertNormalizer(lower_case, strip_accents)
-  files, skipped = corpus_lib.list_corpus_files(corpus_dir)
-  lines = []
-  for f in files:
-    text, reason = corpus_lib.read_text(f.path)
-    if text is None:
-      skipped.append((f.relpath, reason))
-      continue
-    lines.extend(line for line in normalizer.normalize(text).splitlines()
-                 if line.strip())
-  for relpath, reason in skipped:
-    corpus_lib.warn_skipped(relpath, reason)
-  if not lines:
-    raise corpus_lib.no_text_error(corpus_dir, len(files), skipped)
+  lines = [line for text in corpus_lib.read_corpus(corpus_dir)
+           for line in normalizer.normalize(text).splitlines()
+           if line.strip()]
 
   # The text is normalized already: the BasicTokenizer only splits words.
   splitter = bert_tokenizer.BasicTokenizer(lower_case=False)

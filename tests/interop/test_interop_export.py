@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import configure
 import export_model
 from finetune import runner
 from interop import convert
@@ -33,12 +32,7 @@ def _pretrained_dir(tmp_path):
   data = tmp_path / "D"
   data.mkdir()
   ix.write_vocab(data / "vocab.txt")
-  config = configure.PretrainingConfig("M", str(data), **_HPARAMS)
-  model = ix.build(config, seed=4)
-  config.save()
-  tf.train.Checkpoint(model=model, step=tf.Variable(3, dtype=tf.int64)).save(
-      os.path.join(config.model_dir, "checkpoints", "ckpt"))
-  return str(data), model
+  return ix.pretrained_dir(data, _HPARAMS)
 
 
 def test_export_hf_then_convert_to_tf1_round_trips(tmp_path):
