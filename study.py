@@ -11,7 +11,9 @@ an ETA for the whole study, and writes RESULTS.md (default: the config's
 "report", else docs/RESULTS.md) with its figures and summary.json beside
 it. Running it again resumes: finished runs are skipped. Started more than
 once on one machine, its workers share the grid (studies/runner.py).
-`--dry-run` lists the runs, which are done, and the estimated time.
+`--dry-run` lists the runs, which are done, and the estimated time;
+`--report-only` writes the report of the runs finished so far (its
+provenance says how many of all) and runs nothing.
 """
 
 import argparse
@@ -27,6 +29,8 @@ def main(argv=None):
   parser.add_argument("--config", required=True, help="study/<name>.json")
   parser.add_argument("--dry-run", action="store_true",
                       help="List the runs and the estimated time; run none.")
+  parser.add_argument("--report-only", action="store_true",
+                      help="Write the report of the finished runs; run none.")
   parser.add_argument("--output",
                       help="The report to write (default: the config's "
                       "\"report\", else docs/RESULTS.md).")
@@ -40,6 +44,10 @@ def main(argv=None):
   config_lib.check_hparams(study)
   if args.dry_run:
     runner.describe(study)
+    return 0
+  if args.report_only:
+    print("report: %s" % report.write_report(
+        study, args.output or report.default_output(study)))
     return 0
   data_lib.prepare(study)
   runs = runner.run_all(study)

@@ -323,3 +323,16 @@ def test_hparams_are_checked_with_the_folders_sizes(released_folder,
                      "max_position_embeddings 64"):
     config_lib.check_hparams(study)
   assert not (tmp_path / "work").exists()
+
+
+def test_report_only_writes_the_report_of_what_finished(released_folder,
+                                                       tmp_path):
+  config = _study(released_folder, tmp_path)
+  output = str(tmp_path / "docs" / "RESULTS.md")
+  assert study_cli.main(["--config", config, "--report-only", "--output",
+                         output]) == 0
+  text = open(output).read()
+  assert "wall time of the 0 runs done (of 6)" in text
+  assert not (tmp_path / "work" / "data" / "models").exists()  # Ran none.
+  summary = tmp_path / "docs" / "results_released_test" / "summary.json"
+  assert json.loads(summary.read_text()) == []
