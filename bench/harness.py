@@ -1,4 +1,4 @@
-"""Shared pieces of the step benchmarks: configs, compiled steps, timing, memory.
+"""Shared pieces of the step benchmarks: configs, compiled steps, timing, RAM.
 
 A `StepRunner` is one model's full training step (forward, backward, AdamW
 with global-norm clipping, through `model.train_step.ReplicaTrainStep`, the
@@ -74,7 +74,7 @@ def make_config(size, sampling, batch_size, seq_len, vocab_size, dtype,
 
 
 def set_dtype(dtype):
-  """Sets the Keras policy of `dtype` (a key of DTYPES); call before building."""
+  """Sets the Keras policy of `dtype` (a DTYPES key); call before building."""
   distribution.configure_mixed_precision(DTYPES[dtype])
 
 

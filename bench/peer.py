@@ -1,4 +1,4 @@
-"""tf-models-official's ELECTRA at our shapes: the peer of bench/compare_peer.py.
+"""tf-models-official's ELECTRA at our shapes, for bench/compare_peer.py.
 
 `official.nlp.modeling.models.ElectraPretrainer` over two
 `official.nlp.modeling.networks.BertEncoder`s, built as tf-models-official's
@@ -79,7 +79,8 @@ class PeerModel(object):
         disallow_correct=config.disallow_correct)
     # Under a mixed policy the stock head gives bfloat16/float16 logits, and
     # the pretrainer's sampler adds float32 Gumbel noise to them (a dtype
-    # error). Its head runs in float32 here, as ours does (model/layers/vocabulary_head.py).
+    # error). Its head runs in float32 here, as ours does
+    # (model/layers/vocabulary_head.py).
     self.model.masked_lm = layers.MaskedLM(
         embedding_table=generator.get_embedding_table(),
         activation=tf_utils.get_activation(gen["hidden_act"]),

@@ -60,7 +60,8 @@ def parse_args(argv):
   parser.add_argument("--batch-size", type=int, default=16)
   parser.add_argument("--seq-len", type=int, default=128)
   parser.add_argument("--vocab-size", type=int, default=30522)
-  parser.add_argument("--dtype", default="float32", choices=sorted(harness.DTYPES))
+  parser.add_argument("--dtype", default="float32",
+                      choices=sorted(harness.DTYPES))
   parser.add_argument("--jit", action="store_true",
                       help="compile the train step with XLA")
   parser.add_argument("--steps", type=int, default=3, help="traced steps")
@@ -198,8 +199,8 @@ def main(argv=None):
   print("%s %s, batch %d, seq %d, vocab %d, %s, jit %s: %.3f s/step "
         "untraced; %.1f ms of op time per step traced (all threads)" % (
             args.mode, args.size, args.batch_size, args.seq_len,
-            args.vocab_size, args.dtype, args.jit, result["untraced_s_per_step"],
-            result["total_ms"]))
+            args.vocab_size, args.dtype, args.jit,
+            result["untraced_s_per_step"], result["total_ms"]))
   total = result["total_ms"] or 1.0
   print(format_table("by part of the step", result["by_part"], total))
   print(format_table("by op type", result["by_type"], total, args.top))

@@ -290,7 +290,8 @@ class CustomRegressionTask(_SentenceTask, classification_tasks.RegressionTask):
     if not labelled:
       return None
     text = self.check_label(record)
-    value = (None if isinstance(record.label, bool) else task_spec.parse_number(text))
+    value = (None if isinstance(record.label, bool)
+             else task_spec.parse_number(text))
     if value is None:
       raise UserError("%s:%d: label %r (column %r) of regression task %r is "
                       "not a number." % (record.path, record.line, text,
@@ -366,5 +367,6 @@ TASK_CLASSES = {"classification": CustomClassificationTask,
 
 def build_task(config, name, tokenizer):
   """The task described by `<data_dir>/finetuning_data/<name>/task.json`."""
-  spec = task_spec.load_spec(task_spec.task_json_path(config.data_dir, name), name)
+  spec = task_spec.load_spec(
+      task_spec.task_json_path(config.data_dir, name), name)
   return TASK_CLASSES[spec.type](config, tokenizer, spec)

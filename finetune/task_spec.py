@@ -258,9 +258,9 @@ def load_spec(path, name):
                       % (path, json_text(value)))
     if len(set(labels)) != len(labels):
       raise UserError("%s: key 'labels' lists %r twice." % (
-          path, next(l for l in labels if labels.count(l) > 1)))
+          path, next(label for label in labels if labels.count(label) > 1)))
     if task_type == "tagging":
-      bad = [l for l in labels if len(l.split()) != 1]
+      bad = [label for label in labels if len(label.split()) != 1]
       if bad:
         raise UserError("%s: key 'labels': tagging label %r holds "
                         "whitespace." % (path, bad[0]))

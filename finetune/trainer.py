@@ -4,7 +4,8 @@ best checkpoint, predict.
 The train step is the one of pre-training, `model.train_step.ReplicaTrainStep`
 (forward/backward, optionally XLA-compiled, then all-reduce, global-norm
 clipping and apply), run inside `strategy.run`; AdamW with warmup, linear
-decay and layer-wise LR decay comes from `model.optimization.create_optimizer`. With float16 mixed precision the
+decay and layer-wise LR decay comes from
+`model.optimization.create_optimizer`. With float16 mixed precision the
 optimizer is wrapped in Keras's dynamic loss scaling, and a step whose
 gradients overflow is skipped and counted in the progress line.
 """

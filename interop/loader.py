@@ -235,4 +235,3 @@ def load_into(model, source, num_attention_heads=None, log=print):
   _log_unused(unused + data["ignored"], log)
   return dict(kind=kind, loaded=loaded, fresh=fresh,
               unused=unused + data["ignored"])
-

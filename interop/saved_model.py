@@ -108,7 +108,7 @@ def _task_outputs(task):
     return "regression", lambda model, f: dict(
         score=model(f, training=False)["logits"][:, 0])
   if isinstance(task, classification_tasks.ClassificationTask):
-    labels = tf.constant([str(l) for l in task.label_list])
+    labels = tf.constant([str(label) for label in task.label_list])
 
     def classify(model, f):
       probs = tf.nn.softmax(model(f, training=False)["logits"], axis=-1)
@@ -117,7 +117,7 @@ def _task_outputs(task):
                   label=tf.gather(labels, label_id))
     return "classification", classify
   if isinstance(task, tagging_tasks.TaggingTask):
-    tags = tf.constant([str(l) for l in task.label_list] + [""])
+    tags = tf.constant([str(label) for label in task.label_list] + [""])
 
     def tag(model, f):
       ids = tf.argmax(model(f, training=False)["logits"], axis=-1,

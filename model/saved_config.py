@@ -72,8 +72,9 @@ def read_saved(path):
 
 # Config fields that decide the shapes of the checkpointed variables.
 # Besides the networks' sizes (`network_hparams`).
-SHAPE_KEYS = ("sampling", "relative_position", "relative_num_buckets", "untied_generator",
-              "untied_generator_embeddings", "untied_mlm_output",
+SHAPE_KEYS = ("sampling", "relative_position", "relative_num_buckets",
+              "untied_generator", "untied_generator_embeddings",
+              "untied_mlm_output",
               "electra_objective")
 
 

@@ -295,4 +295,3 @@ def create_tokenizer(vocab_file=None, sentencepiece_model=None,
   return WordPieceTokenizer(vocab_file, do_lower_case=do_lower_case,
                             strip_accents=strip_accents,
                             single_thread=single_thread)
-

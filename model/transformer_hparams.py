@@ -16,8 +16,9 @@ MODEL_SIZES = {
                   intermediate_size=1024, embedding_size=128),
     "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
                  intermediate_size=3072, embedding_size=768),
-    "large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16,
-                  intermediate_size=4096, embedding_size=1024),
+    "large": dict(num_hidden_layers=24, hidden_size=1024,
+                  num_attention_heads=16, intermediate_size=4096,
+                  embedding_size=1024),
 }
 
 # Fields of the transformer that `model_hparam_overrides` may change

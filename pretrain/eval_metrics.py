@@ -51,7 +51,9 @@ from pretrain.rank_stats import exact_auc
 from pretrain.rank_stats import pearson
 from pretrain.rank_stats import spearman
 from util import io_utils
-from util.io_utils import write_bytes_atomic, write_json_atomic, write_text_atomic
+from util.io_utils import write_bytes_atomic
+from util.io_utils import write_json_atomic
+from util.io_utils import write_text_atomic
 
 NUM_HIST_BINS = 10
 HIST_EDGES = np.linspace(0.0, 1.0, NUM_HIST_BINS + 1)
@@ -145,16 +147,19 @@ class PretrainEvalAccumulator(object):
     real = b["masked_lm_weights"] > 0
     w = np.where(real, b["masked_lm_weights"], 0).astype(np.float64)
     self._add("num_masked", int(real.sum()))
-    if ("masked_lm_preds" in b or "sampled_tokens" in b) and "masked_lm_ids" not in b:
+    if (("masked_lm_preds" in b or "sampled_tokens" in b)
+        and "masked_lm_ids" not in b):
       raise ValueError("masked_lm_preds/sampled_tokens need masked_lm_ids")
     if "masked_lm_preds" in b:
-      self._mean("masked_lm_accuracy", b["masked_lm_preds"] == b["masked_lm_ids"], w)
+      self._mean("masked_lm_accuracy",
+                 b["masked_lm_preds"] == b["masked_lm_ids"], w)
     if "mlm_loss_per_pos" in b:
       self._mean("masked_lm_loss", b["mlm_loss_per_pos"], w)
     if "mlm_focal_loss_per_pos" in b:
       self._mean("masked_lm_focal_loss", b["mlm_focal_loss_per_pos"], w)
     if "sampled_tokens" in b:
-      self._mean("sampled_masked_lm_accuracy", b["sampled_tokens"] == b["masked_lm_ids"], w)
+      self._mean("sampled_masked_lm_accuracy",
+                 b["sampled_tokens"] == b["masked_lm_ids"], w)
     if "gen_max_prob" in b:
       self._seen.add("hist")
       p = np.clip(b["gen_max_prob"][real].astype(np.float64), 0.0, 1.0)
@@ -202,7 +207,7 @@ class PretrainEvalAccumulator(object):
       self._mean("disc_accuracy_%s_masked" % src, b[key] > 0, masked)
 
   def result(self):
-    """Metrics so far: {name: float | int | None | dict}, plus "notes" if any."""
+    """Metrics so far: {name: float|int|None|dict}, plus "notes" if any."""
     s, seen, notes, out = self._sums, self._seen, [], {}
     for count in ("num_masked", "num_tokens"):
       if count in s:
@@ -233,7 +238,8 @@ class PretrainEvalAccumulator(object):
       tp, fp, fn = s["disc_tp"], s["disc_fp"], s["disc_fn"]
       out["disc_precision"] = _ratio(tp, tp + fp, "disc_precision (no token "
                                      "predicted replaced)", notes)
-      out["disc_recall"] = _ratio(tp, tp + fn, "disc_recall (no replaced token)", notes)
+      out["disc_recall"] = _ratio(tp, tp + fn,
+                                  "disc_recall (no replaced token)", notes)
       out["disc_auc"] = exact_auc(np.concatenate(self._auc_probs),
                                   np.concatenate(self._auc_labels))
       if out["disc_auc"] is None:
@@ -326,9 +332,10 @@ def append_history(results, results_dir, step, name="pretrain_eval_history"):
 
 
 def plot_max_prob_histogram(histograms, path, title=None, log_scale=False):
-  """Bar chart (PNG) of 10-bin max-probability fractions, one bar series per label.
+  """Bar chart (PNG) of 10-bin max-probability fractions, a series per label.
 
-  `histograms`: {label: [10 fractions]} or {label: results["gen_max_prob_histogram"]}.
+  `histograms`: {label: [10 fractions]} or
+  {label: results["gen_max_prob_histogram"]}.
   `log_scale`: a logarithmic y axis, for generators whose mass sits almost
   all in one bin (an empty bin then shows no bar).
   Uses matplotlib's Agg canvas directly (no pyplot, no global backend change).
@@ -351,7 +358,8 @@ def plot_max_prob_histogram(histograms, path, title=None, log_scale=False):
   width = 0.8 / len(series)
   centers = np.arange(NUM_HIST_BINS)
   for i, (label, fractions) in enumerate(series.items()):
-    ax.bar(centers - 0.4 + width * (i + 0.5), fractions, width, label=str(label))
+    ax.bar(centers - 0.4 + width * (i + 0.5), fractions, width,
+           label=str(label))
   ax.set_xticks(centers)
   ax.set_xticklabels(["%.1f-%.1f" % (HIST_EDGES[i], HIST_EDGES[i + 1])
                       for i in range(NUM_HIST_BINS)], rotation=45, fontsize=8)
@@ -376,15 +384,21 @@ def format_results_table(results_by_run):
   over-confidence measure). Missing metrics show "-", undefined ones "n/a".
   """
   runs = list(results_by_run)
-  rows = _ordered_metric_names(set().union(*[set(r) for r in results_by_run.values()]))
+  rows = _ordered_metric_names(
+      set().union(*[set(r) for r in results_by_run.values()]))
   cells = [[k] + [_fmt(results_by_run[r][k]) if k in results_by_run[r] else "-"
                   for r in runs] for k in rows]
   if any("gen_max_prob_histogram" in r for r in results_by_run.values()):
     cells.append(["max_prob_in_[0.9,1]"] + [
         _fmt(results_by_run[r]["gen_max_prob_histogram"]["fractions"][-1])
-        if "gen_max_prob_histogram" in results_by_run[r] else "-" for r in runs])
+        if "gen_max_prob_histogram" in results_by_run[r] else "-"
+        for r in runs])
   header = ["metric"] + [str(r) for r in runs]
-  widths = [max(len(row[i]) for row in [header] + cells) for i in range(len(header))]
-  line = lambda row: "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+  widths = [max(len(row[i]) for row in [header] + cells)
+            for i in range(len(header))]
+
+  def line(row):
+    return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+
   sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
   return "\n".join([line(header), sep] + [line(row) for row in cells]) + "\n"

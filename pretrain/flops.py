@@ -10,7 +10,7 @@ The peak FLOP/s that MFU divides by is pretrain/peak.py's
 """
 
 from model import samplers
-from pretrain.peak import peak_flops_per_second  # pylint: disable=unused-import
+from pretrain.peak import peak_flops_per_second as peak_flops_per_second  # pylint: disable=unused-import,useless-import-alias
 
 
 def _encoder_forward(h, seq, num_layers, ffn, emb):

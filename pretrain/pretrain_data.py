@@ -21,8 +21,9 @@ pipelines. Epochs are counted by the pipeline itself (not `.repeat()`) so the
 epoch number is known.
 
 Training and evaluation both repeat (unless num_epochs is given): evaluation
-reads the shards in a fixed order (sorted, interleaved) without shuffling, so num_eval_steps batches
-always exist even for a small held-out set; a second pass over it is masked
+reads the shards in a fixed order (sorted, interleaved) without shuffling,
+so num_eval_steps batches always exist even for a small held-out set; a
+second pass over it is masked
 with the next epoch's seeds. With several input pipelines, evaluation reads
 all held-out files on every pipeline and each takes every n-th example.
 
@@ -220,7 +221,7 @@ class InputFn(object):
 
   @contextlib.contextmanager
   def data_errors(self):
-    """Re-raises a corrupt or malformed record met while iterating as a UserError.
+    """Re-raises a corrupt or malformed record met in the loop as a UserError.
 
     TF's DataLossError does not say which file failed, so on such an error
     each shard is read once more to find the culprit. Wrap the loop that

@@ -12,7 +12,7 @@ import numpy as np
 
 
 def average_ranks(x):
-  """1-based ranks of `x` [n]; tied values share the mean of their ranks. [n] float64."""
+  """1-based ranks of `x` [n], ties sharing their mean rank; [n] float64."""
   x = np.asarray(x).ravel()
   _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
   last_rank = np.cumsum(counts).astype(np.float64)
@@ -36,7 +36,7 @@ def exact_auc(scores, labels):
 
 
 def pearson(x, y):
-  """Pearson correlation of `x`, `y` [n]; None if n < 2 or either is constant."""
+  """Pearson correlation of `x`, `y` [n]; None if n < 2 or either constant."""
   x = np.asarray(x, np.float64).ravel()
   y = np.asarray(y, np.float64).ravel()
   if x.size < 2 or x.min() == x.max() or y.min() == y.max():
@@ -47,7 +47,7 @@ def pearson(x, y):
 
 
 def spearman(x, y):
-  """Spearman correlation (Pearson of average ranks) of `x`, `y` [n], or None."""
+  """Spearman correlation (Pearson of mean ranks) of `x`, `y` [n], or None."""
   if np.asarray(x).size < 2:
     return None
   return pearson(average_ranks(x), average_ranks(y))

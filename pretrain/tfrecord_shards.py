@@ -1,4 +1,4 @@
-"""TFRecord shard writing for the dataset builder, and the example-level hold-out.
+"""TFRecord shard writing for the dataset builder; the example-level hold-out.
 
 `ShardWriter` deals serialized examples round-robin to shard files written
 under temporary names; `commit()` renames them to

@@ -41,6 +41,7 @@ from util.errors import Interrupted
 from util.errors import TrainingDivergedError
 from util.errors import UserError
 
+
 class PretrainingTrainer(object):
   """Builds the strategy, model, optimizer and checkpoint of a config.
 

@@ -33,7 +33,7 @@ def write_vocab(path):
 
 
 def config(vocab_file, **hparams):
-  """A tiny `PretrainingConfig` (tests/pretrain_fixtures.py) using `vocab_file`."""
+  """A tiny `PretrainingConfig` (tests/pretrain_fixtures.py) of `vocab_file`."""
   return pf.tiny_config(vocab_size=VOCAB_SIZE, seq_len=SEQ_LEN,
                         vocab_file=str(vocab_file), **hparams)
 

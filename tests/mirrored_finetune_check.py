@@ -1,7 +1,7 @@
 """Fine-tuned weights of one device vs 2 logical CPU replicas (mirrored).
 
-For tests/finetune/test_finetune_training.py; run in a fresh process (the CPU must be
-split before TensorFlow starts):
+For tests/finetune/test_finetune_training.py; run in a fresh process (the
+CPU must be split before TensorFlow starts):
 
   python tests/mirrored_finetune_check.py OUT_DIR HPARAMS_JSON
 

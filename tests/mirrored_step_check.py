@@ -1,7 +1,7 @@
 """First-step losses and gradients of one device vs 2 logical CPU replicas.
 
-For tests/pretrain/test_run_pretraining.py; run in a fresh process (the CPU must be
-split before TensorFlow starts):
+For tests/pretrain/test_run_pretraining.py; run in a fresh process (the CPU
+must be split before TensorFlow starts):
 
   python tests/mirrored_step_check.py DATA_DIR HPARAMS_JSON OUT.npz
 
@@ -49,7 +49,10 @@ def first_step(trainer):
     return {k: out[k] for k in LOSSES}, grads
 
   losses, grads = strategy.run(replica_fn, args=(features,))
-  total = lambda v: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+
+  def total(v):
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+
   result = {"ids": np.concatenate([
       t.numpy() for t in strategy.experimental_local_results(
           features["input_ids"])])}

@@ -12,9 +12,16 @@ import tensorflow as tf
 
 import configure
 
-# The random batches live in bench/ (benchmarks use them too).
-from bench.batches import (  # pylint: disable=unused-import
-    CLS_ID, FIRST_TOKEN_ID, MASK_ID, PAD_ID, SEP_ID, make_features)
+# The random batches live in bench/ (benchmarks use them too), re-exported
+# here (`name as name` marks a re-export for linters).
+# pylint: disable=useless-import-alias
+from bench.batches import CLS_ID as CLS_ID
+from bench.batches import FIRST_TOKEN_ID as FIRST_TOKEN_ID
+from bench.batches import MASK_ID as MASK_ID
+from bench.batches import PAD_ID as PAD_ID
+from bench.batches import SEP_ID as SEP_ID
+from bench.batches import make_features as make_features
+# pylint: enable=useless-import-alias
 
 # The tiny transformer of the model tests (2 layers, hidden 32) and its
 # embedding width (top-level hparam embedding_size).

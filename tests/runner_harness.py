@@ -1,4 +1,4 @@
-"""run_pretraining.py with test hooks, for tests/pretrain/test_run_pretraining.py.
+"""run_pretraining.py with test hooks, for test_run_pretraining.py.
 
   python tests/runner_harness.py [--kill-after-checkpoint]
       [--nan-from-step K] [--dump-weights OUT.npz] -- RUN_PRETRAINING_ARGS

@@ -33,7 +33,7 @@ def run(*argv, cwd=paths.REPO):
 def assert_refused(code, stderr, *fragments):
   """Exit 2, exactly one `error:` line holding every fragment, and no
   traceback."""
-  errors = [l for l in stderr.splitlines() if l.startswith("error:")]
+  errors = [line for line in stderr.splitlines() if line.startswith("error:")]
   assert code == 2, stderr[-3000:]
   assert len(errors) == 1, stderr[-3000:]
   for fragment in fragments:
@@ -157,7 +157,7 @@ def test_ctrl_c_saves_the_step_reached_and_resumes(tmp_path):
     out, err = proc.communicate(timeout=300)
   finally:
     proc.kill()
-  lines = [l for l in err.splitlines() if l.startswith("stopped:")]
+  lines = [line for line in err.splitlines() if line.startswith("stopped:")]
   assert proc.returncode == 130, err[-3000:]
   assert len(lines) == 1 and "Re-run the same command to resume" in lines[0]
   assert "Traceback" not in err, err[-3000:]

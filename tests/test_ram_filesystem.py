@@ -121,7 +121,7 @@ def test_data_dir_on_ram_filesystem_gives_the_losses_of_disk(tmp_path,
   assert ram_run["plot"] and disk_run["plot"]
   # The HF export of the same weights has the same bytes.
   assert ram_run["exported"] == disk_run["exported"]
-  assert [l[0] for l in ram_run["losses"]] == [2, 4, 6]
+  assert [row[0] for row in ram_run["losses"]] == [2, 4, 6]
   np.testing.assert_allclose(ram_run["losses"], disk_run["losses"],
                              rtol=1e-5)
   for name in ("pretrain_eval", "finetune"):

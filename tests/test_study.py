@@ -158,7 +158,8 @@ def test_a_downstream_row_is_tested_on_its_models_means(tmp_path):
       "scratch/hp": {"b1": [62.0, 62.1, 61.9], "b2": [72.0, 72.1, 71.9]},
       plan_lib.RANDOM_INIT: {plan_lib.RANDOM_INIT: [50.0, 50.2, 49.8]}}})
   text = "\n".join(report.downstream_tables(study, data))
-  row = next(l for l in text.splitlines() if l.startswith("| scratch/hp |"))
+  row = next(line for line in text.splitlines()
+             if line.startswith("| scratch/hp |"))
   assert "67.000 ± 5.478 (n=6)" in row, row
   # vs ELECTRA: +2 +- 7.07 over 2 model means each (t 0.28, 2 dof).
   assert "+2.0000 ± 7.0711 (p=0.804): not separated" in row, row

@@ -1,4 +1,4 @@
-"""Entry-point helpers: quiet TensorFlow start-up, user errors -> exit code 2."""
+"""Entry-point helpers: quiet TensorFlow start-up, user errors -> exit 2."""
 
 import os
 import sys

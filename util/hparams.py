@@ -18,7 +18,7 @@ from util.io_utils import write_json_atomic
 
 
 class ConfigError(UserError):
-  """A hyperparameter is unknown, of the wrong type, out of range or contradictory."""
+  """A hyperparameter is unknown, mistyped, out of range or contradictory."""
 
 
 class Field(object):
@@ -112,7 +112,7 @@ def unknown_key_error(key, valid, what="hparam"):
 
 
 def load_hparams(hparams):
-  """Parses `--hparams`: a JSON object string, a path to a .json file, or None."""
+  """Parses `--hparams`: a JSON object string, a .json file's path, or None."""
   if hparams is None or hparams == "":
     return {}
   if isinstance(hparams, dict):
@@ -201,7 +201,7 @@ class HParams(object):
     return {}
 
   def save(self, path=None):
-    """Writes the effective config atomically (default <model_dir>/config.json)."""
+    """Atomically writes the effective config (by default to the model_dir)."""
     path = path or os.path.join(self.model_dir, "config.json")
     write_json_atomic(path, self.to_dict())
     return path

@@ -20,7 +20,7 @@ def _tf():
 
 
 def write_bytes_atomic(path, data):
-  """Writes `data` to `path` so readers see the old file or the new one, never half.
+  """Writes `data` to `path`: readers see the old file or the new, never half.
 
   The bytes go to a temporary name in the same directory (created if
   missing), which is then renamed over `path` with

@@ -187,7 +187,7 @@ class ClassificationTask(SingleOutputTask):
     if label not in self.label_list:
       raise UserError("%s:%d: label %r is not one of task %r's labels (%s)." % (
           row.path, row.line, label, self.name,
-          ", ".join(repr(l) for l in self.label_list)))
+          ", ".join(repr(label) for label in self.label_list)))
     return self.label_list.index(label)
 
   def featurize(self, examples, is_training):

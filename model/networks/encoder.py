@@ -22,7 +22,6 @@ from model.layers.attention import padding_bias
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
-
 class ElectraEncoder(tf_keras.Model):
   """A transformer encoder over (possibly shared) embeddings.
 
@@ -91,7 +90,7 @@ class ElectraEncoder(tf_keras.Model):
         for i in range(num_hidden_layers)]
 
   def attention_bias(self, hidden, input_mask):
-    """Additive attention bias, [batch or 1, heads or 1, seq_len, seq_len] f32."""
+    """Additive attention bias, [batch|1, heads|1, seq_len, seq_len] f32."""
     bias = padding_bias(input_mask)
     if self.relative_position_bias is not None:
       # The bias depends on positions only: compute it for one example.

@@ -40,7 +40,7 @@ def _segment_split(unit_ends, start, target, rng):
 
 
 def pack_document(lengths, start, rng, max_seq_length):
-  """Packs a document's sentences into examples, ELECTRA-style, dropping nothing.
+  """Packs a document's sentences into examples, ELECTRA-style, losing none.
 
   Sentences fill an example up to target_length - 3 tokens (room for [CLS]
   and two [SEP]); the sentence that overflows it continues in the next

@@ -330,7 +330,7 @@ def test_tagging_label_outside_the_set(tmp_path, tokenizer):
   assert "did you mean 'B-PER'" in message
 
 
-# ---- bad input -----------------------------------------------------------------
+# ---- bad input ---------------------------------------------------------------
 
 
 GOOD_SPEC = {"type": "classification", "format": "csv",
@@ -553,7 +553,7 @@ def test_bad_input_exits_2_through_run_finetuning(tmp_path, capsys):
   assert "(did you mean 'text'?)" in err
 
 
-# ---- truncation -----------------------------------------------------------------
+# ---- truncation --------------------------------------------------------------
 
 
 def test_segment_lengths_match_truncate_pair():
@@ -628,7 +628,7 @@ def test_truncation_is_logged(rule, tmp_path, tokenizer, capsys):
   assert first == kept
 
 
-# ---- metrics --------------------------------------------------------------------
+# ---- metrics -----------------------------------------------------------------
 
 
 def test_macro_f1():
@@ -651,7 +651,7 @@ def test_binary_classification_defaults_to_accuracy(tmp_path, tokenizer):
   assert task.metric_names == ("accuracy",)
 
 
-# ---- end to end ---------------------------------------------------------------
+# ---- end to end --------------------------------------------------------------
 
 
 def _readme_example():
@@ -733,8 +733,8 @@ def test_regression_end_to_end(tmp_path):
   assert saved["labels"] is None and saved["truncation"] == "head+tail"
   lines = (tmp_path / "results" / "test_predictions" / "trial_1" /
            "scores_test.tsv").read_text().splitlines()
-  assert len(lines) == 3 and all(float(l.split("\t")[1]) == float(
-      l.split("\t")[1]) for l in lines[1:])
+  assert len(lines) == 3 and all(float(line.split("\t")[1]) == float(
+      line.split("\t")[1]) for line in lines[1:])
 
 
 def test_tagging_end_to_end(tmp_path):
@@ -750,6 +750,6 @@ def test_tagging_end_to_end(tmp_path):
   assert saved["labels"] == ["B-LOC", "B-PER", "I-PER", "O"]
   lines = (tmp_path / "results" / "test_predictions" / "trial_1" /
            "entities_test.txt").read_text().splitlines()
-  assert [l.split()[0] for l in lines if l] == ["Smith", "sailed", "to",
-                                                "Boston"]
-  assert {l.split()[1] for l in lines if l} <= set(saved["labels"])
+  assert [line.split()[0] for line in lines if line] == [
+      "Smith", "sailed", "to", "Boston"]
+  assert {line.split()[1] for line in lines if line} <= set(saved["labels"])

@@ -76,8 +76,8 @@ def test_best_checkpoint_and_test_outputs(sst_run):
                         "trial_%d" % k, "SST-2.tsv")
     lines = open(path).read().splitlines()
     assert lines[0] == "index\tprediction"
-    assert [l.split("\t")[0] for l in lines[1:]] == ["0", "1", "2"]
-    assert {l.split("\t")[1] for l in lines[1:]} <= {"0", "1"}
+    assert [line.split("\t")[0] for line in lines[1:]] == ["0", "1", "2"]
+    assert {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
 
 
 def test_eval_only_reloads_the_kept_models(sst_run):
@@ -184,10 +184,10 @@ def test_squad_v2_and_tagging_end_to_end(tmp_path):
   assert set(ner) >= {"precision", "recall", "f1", "accuracy"}
   lines = open(str(tmp_path / "results" / "test_predictions" / "trial_1" /
                    "ner_test.txt")).read().splitlines()
-  assert [l.split()[0] for l in lines] == ["Smith", "sailed", "to", "Boston",
-                                           "."]
-  assert all(l.split()[1] in task_builder.TASKS["ner"].label_list
-             for l in lines)
+  assert [line.split()[0] for line in lines] == [
+      "Smith", "sailed", "to", "Boston", "."]
+  assert all(line.split()[1] in task_builder.TASKS["ner"].label_list
+             for line in lines)
   assert os.path.isfile(str(tmp_path / "results" / "test_predictions" /
                             "trial_1" / "squadv2_test_predictions.json"))
 

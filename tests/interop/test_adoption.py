@@ -75,7 +75,8 @@ def _data_dir(path, vocab=True):
 
 
 def _adopted_lines(text):
-  return [l for l in text.splitlines() if l.startswith("adopted from ")]
+  return [line for line in text.splitlines()
+          if line.startswith("adopted from ")]
 
 
 def test_hf_pair_sizes_activation_generator_and_vocab_are_adopted(
@@ -218,8 +219,8 @@ def test_tf1_shapes_and_bert_config_are_adopted(tmp_path):
   assert (gen["hidden_size"], gen["num_hidden_layers"],
           gen["intermediate_size"]) == (16, 1, 24)
   # G's heads are recorded nowhere: said so, as the value used.
-  assert any(l.startswith("not recorded by") and
-             "generator num_attention_heads=" in l for l in lines), lines
+  assert any(line.startswith("not recorded by") and
+             "generator num_attention_heads=" in line for line in lines), lines
 
 
 def test_tf1_export_with_a_non_4x_generator_ffn_matches_transformers(

@@ -59,8 +59,8 @@ def test_full_width_generator_starts_from_the_bottom_layers(bert):
   # Equal values, separate variables: G's training does not move D.
   assert (gen.transformer_layers[0].weights[0].ref() !=
           disc.transformer_layers[0].weights[0].ref())
-  assert any("start from the source's bottom 1 encoder layers" in l
-             for l in lines)
+  assert any("start from the source's bottom 1 encoder layers" in line
+             for line in lines)
   # Only the heads are new: D's replaced-token head and G's MLM head.
   fresh = report["fresh"]
   assert fresh and all("replaced_token_head" in n or "mlm_head" in n or
@@ -70,7 +70,7 @@ def test_full_width_generator_starts_from_the_bottom_layers(bert):
 def test_narrow_generator_stays_fresh(bert):
   model, report, lines = _load(bert, generator_hidden_size=0.5)
   assert any("generator_encoder/layer_0" in n for n in report["fresh"])
-  assert not any("bottom" in l for l in lines)
+  assert not any("bottom" in line for line in lines)
   assert model.generator.encoder.transformer_layers[0].get_config()[
       "num_attention_heads"] == 1  # D's head width of 16
 

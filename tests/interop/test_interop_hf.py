@@ -142,8 +142,8 @@ def test_transformers_bert_loads_into_ours(world):
   # D's replaced-token head is not in a BERT: logged, left fresh.
   assert sorted(n.split("/")[-2] for n in report["fresh"]) == [
       "logit", "logit", "transform", "transform"]
-  assert any("not in the source, initialised fresh" in l and
-             "replaced_token_head" in l for l in lines)
+  assert any("not in the source, initialised fresh" in line and
+             "replaced_token_head" in line for line in lines)
 
   # Fine-tuning's target: the encoder alone, from a BertModel (no prefix).
   finetune_config = ff.tiny_config(model_hparam_overrides=sizes,

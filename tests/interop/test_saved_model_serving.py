@@ -139,13 +139,13 @@ def test_saved_model_serves_the_task_on_raw_text(exported, name):
     else:
       np.testing.assert_array_equal(served[key], want, err_msg=key)
   if name in ("sst", "mrpc"):
-    labels = [str(l) for l in task.label_list]
+    labels = [str(label) for label in task.label_list]
     assert list(served["label"]) == [labels[i] for i in expected["label_id"]]
   if name == "ner":
     tags = served["tags"]
     assert all(t == "" for t in tags[served["input_mask"] == 0])
     assert set(tags[served["input_mask"] == 1]) <= {
-        str(l) for l in task.label_list}
+        str(label) for label in task.label_list}
 
 
 def test_task_export_errors(tmp_path):

@@ -16,14 +16,17 @@ CORPUS = os.path.join(FIXTURES, "pretraining_dataset")
 
 HARD_STRINGS = [
     "UNwant\u00e9d,running",
-    "H\u00e9llo, W\u00f6rld! na\u00efve caf\u00e9 r\u00e9sum\u00e9 \u00c0\u00c9\u00ce\u00d5\u00dc",
+    "H\u00e9llo, W\u00f6rld! na\u00efve caf\u00e9 r\u00e9sum\u00e9 "
+    "\u00c0\u00c9\u00ce\u00d5\u00dc",
     "e\u0301 combining \u0301 alone",
-    "\u4e2d\u6587\u5b57 and \u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 \ud55c\uad6d\uc5b4",
+    "\u4e2d\u6587\u5b57 and \u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 "
+    "\ud55c\uad6d\uc5b4",
     "ctrl\x00chars\x01here\x7f and\ttabs\r\nnew\u200blines \ufeffbom \ufffd",
     "\u00a0nbsp\u2003emspace\u3000ideographic\u2028sep",
     "don't stop-believing!!! (really) [sic] {x} <y> @#$%^&*_+=~`|\\/",
     "\u201csmart\u201d \u2014 dash \u2018single\u2019 \u2026 \u00a3100",
-    "\ufb01ne \u00df stra\u00dfe \u0130stanbul \u03a3\u0391\u03a3 \u03c2 \u01c5",
+    "\ufb01ne \u00df stra\u00dfe \u0130stanbul \u03a3\u0391\u03a3 "
+    "\u03c2 \u01c5",
     "\u216b \u2460 \u00bd \u00b2 emoji \U0001F600\U0001F44D\U0001F3FD",
     "x" * 150, "y" * 201, "ab" * 100, "M\u00fcller" * 40,
     # Words of 67-200 characters but over 200 bytes: BERT splits them.
@@ -161,7 +164,7 @@ def test_create_tokenizer_needs_a_vocab():
 def _train_sentencepiece(tmp_path, name, specials=True):
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   text = tmp_path / "text.txt"
-  text.write_text("\n".join(l for l in _fixture_lines() if l.strip()),
+  text.write_text("\n".join(line for line in _fixture_lines() if line.strip()),
                   encoding="utf-8")
   prefix = str(tmp_path / name)
   options = dict(input=str(text), model_prefix=prefix, vocab_size=300,
@@ -189,7 +192,7 @@ def test_sentencepiece_tokenizer(tmp_path):
   assert tok.vocab["[MASK]"] in tok.encode("the [MASK] was here")
   assert tok.tokenize(texts[0]) == sp.encode(texts[0], out_type=str)
   # Characters the model never saw map to [UNK].
-  assert tok.encode("\u2603") [-1] == tok.unk_id
+  assert tok.encode("\u2603")[-1] == tok.unk_id
 
 
 def test_sentencepiece_without_special_tokens(tmp_path):

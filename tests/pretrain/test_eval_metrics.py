@@ -1,4 +1,4 @@
-"""Tests of pretrain/eval_metrics.py: exact values on hand examples and brute force."""
+"""Tests of pretrain/eval_metrics.py: hand examples and brute force."""
 
 import json
 import os
@@ -11,7 +11,7 @@ from tests import paths
 
 
 def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
-  """One eval batch with every key, padding in both masks, ties in the scores."""
+  """One eval batch with every key, padding in both masks, ties in scores."""
   weights = (rng.random((batch, preds)) < 0.8).astype(np.float32)
   input_mask = (rng.random((batch, length)) < 0.85).astype(np.int32)
   return dict(
@@ -41,7 +41,8 @@ def _result(**batch):
 
 
 def test_disc_accuracy_precision_recall_hand_example():
-  # Last token is padding (would be a false positive if counted); 0.5 is "original".
+  # Last token is padding (would be a false positive if counted); 0.5 is
+  # "original".
   r = _result(disc_probs=np.array([[0.9, 0.2, 0.6, 0.5, 0.1, 0.99]]),
               disc_labels=np.array([[1, 1, 0, 1, 0, 0]]),
               input_mask=np.array([[1, 1, 1, 1, 1, 0]]))
@@ -62,8 +63,9 @@ def test_masked_lm_metrics_respect_weights():
               mlm_focal_loss_per_pos=np.array([[0.5, 1.0, 0.0, np.nan]]),
               masked_lm_weights=np.array([[1.0, 1.0, 1.0, 0.0]]))
   assert r["num_masked"] == 3
-  assert r["masked_lm_accuracy"] == pytest.approx(2 / 3)  # padded hit not counted
-  assert r["masked_lm_loss"] == pytest.approx(2.0)        # NaN at padding ignored
+  # The padded hit is not counted, the NaN at padding is ignored.
+  assert r["masked_lm_accuracy"] == pytest.approx(2 / 3)
+  assert r["masked_lm_loss"] == pytest.approx(2.0)
   assert r["masked_lm_focal_loss"] == pytest.approx(0.5)
   assert "masked_lm_focal_loss" not in _result(
       mlm_loss_per_pos=np.array([[1.0]]), masked_lm_weights=np.array([[1.0]]))
@@ -74,7 +76,8 @@ def test_masked_lm_metrics_respect_weights():
 def test_histogram_bins_and_edges():
   probs = np.array([[0.0, 0.05, 0.1, 0.35, 0.9, 0.95, 1.0, 1.0000001, 0.7]])
   weights = np.array([[1, 1, 1, 1, 1, 1, 1, 1, 0]], np.float32)
-  h = _result(gen_max_prob=probs, masked_lm_weights=weights)["gen_max_prob_histogram"]
+  h = _result(gen_max_prob=probs,
+              masked_lm_weights=weights)["gen_max_prob_histogram"]
   assert h["counts"] == [2, 1, 0, 1, 0, 0, 0, 0, 0, 4]
   assert h["fractions"][-1] == pytest.approx(0.5)
   assert sum(h["fractions"]) == pytest.approx(1.0)
@@ -171,7 +174,8 @@ def test_write_results_json_and_text(tmp_path):
     loaded = json.load(f)
   assert loaded["step"] == 1234
   assert loaded["disc_auc"] == pytest.approx(r["disc_auc"])
-  assert loaded["gen_max_prob_histogram"]["counts"] == r["gen_max_prob_histogram"]["counts"]
+  assert (loaded["gen_max_prob_histogram"]["counts"]
+          == r["gen_max_prob_histogram"]["counts"])
   text = open(paths["txt"]).read()
   assert text.startswith("ev (step 1234)")
   assert "disc_auc" in text and "%.4f" % r["disc_auc"] in text
@@ -206,9 +210,11 @@ def test_format_results_table():
   b = {"masked_lm_accuracy": 0.25, "estimator_pearson": None}
   table = em.format_results_table({"mlm": a, "hp_loss": b})
   lines = table.splitlines()
-  assert [c.strip() for c in lines[0].split("|")[1:4]] == ["metric", "mlm", "hp_loss"]
-  assert len(set(len(l) for l in lines)) == 1  # columns aligned
-  row = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:4]] for l in lines[2:]}
+  assert [c.strip() for c in lines[0].split("|")[1:4]] == [
+      "metric", "mlm", "hp_loss"]
+  assert len(set(len(line) for line in lines)) == 1  # columns aligned
+  cells = [[c.strip() for c in line.split("|")[1:4]] for line in lines[2:]]
+  row = {c[0]: c[1:] for c in cells}
   assert row["masked_lm_accuracy"] == ["0.5000", "0.2500"]
   assert row["disc_auc"] == ["0.9123", "-"]
   assert row["estimator_pearson"] == ["-", "n/a"]

@@ -1,4 +1,4 @@
-"""Multi-worker data sharding of the pre-training input (pretrain/pretrain_data.py).
+"""Multi-worker data sharding of the pre-training input (pretrain_data.py).
 
 In one process with two `tf.distribute.InputContext`s (fast), and with two
 real MultiWorkerMirroredStrategy worker processes
@@ -69,8 +69,8 @@ def test_two_input_contexts_read_disjoint_files_a_global_batch_per_step(
   for replicas_per_pipeline in (1, 2):
     files_read, examples = [], 0
     for pipeline in range(2):
-      dataset = fn(_context(pipeline, replicas_per_pipeline=
-                            replicas_per_pipeline))
+      dataset = fn(_context(
+          pipeline, replicas_per_pipeline=replicas_per_pipeline))
       # One step takes a per-replica batch for each local replica.
       batches = STEPS * replicas_per_pipeline
       rows = unbatch(dataset, num_batches=batches)

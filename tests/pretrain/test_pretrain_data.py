@@ -1,4 +1,4 @@
-"""Dynamic masking (pretrain/masking.py) and the input pipeline (pretrain/pretrain_data.py)."""
+"""Dynamic masking (pretrain/masking.py), input pipeline (pretrain_data.py)."""
 
 import collections
 import os

@@ -391,7 +391,10 @@ def bad_input_runs(data_dir, resume_runs, tmp_path_factory):
       heldout, "16 values per example", "max_seq_length is 32"])
 
   assert sorted(cases) == sorted(BAD_INPUTS)
-  model_name = lambda case: "straight" if case == "model_shape" else case
+
+  def model_name(case):
+    return "straight" if case == "model_shape" else case
+
   procs = [_pretrain(d, model_name(case), hparams)
            for case, (d, hparams, _) in cases.items()]
   return {case: (run, words) for (case, (_, _, words)), run in

@@ -110,7 +110,8 @@ def test_pretraining_on_shards_of_another_vocabulary_exits_2(built):
   finally:
     _write(vocab, original)
   assert proc.returncode == 2, proc.stderr
-  errors = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+  errors = [line for line in proc.stderr.splitlines()
+            if line.startswith("error:")]
   assert len(errors) == 1 and "another vocabulary" in errors[0], proc.stderr
   assert "Traceback" not in proc.stderr
 
