@@ -82,19 +82,6 @@ def focal_loss_from_log_prob(log_p, gamma):
   return -tf.pow(one_minus_p, gamma) * log_p
 
 
-def focal_mlm_loss(mlm_logits, labels, gamma):
-  """Focal loss -(1 - p)^gamma log p of the true token, per position.
-
-  Args:
-    mlm_logits: [batch, P, vocab] float32 generator logits.
-    labels: [batch, P] int32 true token ids.
-    gamma: focal gamma; 0 gives exactly the cross-entropy.
-  Returns: [batch, P] float32. The modulating factor is differentiated.
-  """
-  return focal_loss_from_log_prob(true_token_log_prob(mlm_logits, labels),
-                                  gamma)
-
-
 def discriminator_loss(disc_logits, labels):
   """Per-token binary cross-entropy l_t of replaced-token detection.
 

@@ -137,13 +137,3 @@ def scatter_at_positions(base, positions, values, weights):
   updates = tf.where(weights > 0, tf.cast(values, base.dtype), current)
   indices = tf.stack([_row_ids(positions), positions], axis=-1)
   return tf.tensor_scatter_nd_update(base, indices, updates)
-
-
-def scatter_replacements(input_ids, positions, sampled_ids, weights):
-  """x~: `input_ids` with `sampled_ids` put at the real masked positions.
-
-  Args: input_ids [batch, seq_len]; positions, sampled_ids [batch, P] int32;
-  weights [batch, P] (0 for padding predictions, which are left alone).
-  Returns [batch, seq_len] int32.
-  """
-  return scatter_at_positions(input_ids, positions, sampled_ids, weights)

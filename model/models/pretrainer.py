@@ -17,7 +17,6 @@ The networks and the sampler are built by `model/builders.py`.
 """
 
 import functools
-import types
 
 import tensorflow as tf
 import tf_keras
@@ -96,6 +95,7 @@ class ElectraPretrainer(tf_keras.Model):
     self.sampler = sampler if sampler is not None else (
         samplers.GeneratorSampler())
     self.generator = generator
+    # The settings (`get_config`'s values), read by the methods below.
     self._config = dict(
         temperature=temperature, focal_gamma=focal_gamma,
         electra_objective=electra_objective,
@@ -105,16 +105,15 @@ class ElectraPretrainer(tf_keras.Model):
         disc_importance_weight_clip=disc_importance_weight_clip,
         gen_weight=gen_weight, disc_weight=disc_weight,
         sampling_weight=sampling_weight)
-    self._hp = types.SimpleNamespace(**self._config)
 
   @property
   def needs_cross_replica_sums(self):
     """Whether `objective` all-reduces values `forward` computes (the
     self-normalised importance weights), beyond `loss_denominators`: the
     train step then XLA-compiles `forward` alone (model/train_step.py)."""
-    return (self._hp.electra_objective and
+    return (self._config["electra_objective"] and
             (self.sampler.normalises_over_batch or
-             self._hp.disc_importance_weighting))
+             self._config["disc_importance_weighting"]))
 
   @property
   def learns_sampler(self):
@@ -144,9 +143,9 @@ class ElectraPretrainer(tf_keras.Model):
     # Generator on the masked input.
     gen_out = self.generator(features, training=training)
     log_pg = sampling.generator_log_probs(gen_out["mlm_logits"],
-                                          self._hp.temperature)
+                                          self._config["temperature"])
     out = self._generator_outputs(gen_out["mlm_logits"], log_pg, labels)
-    if not self._hp.electra_objective:
+    if not self._config["electra_objective"]:
       return out
 
     # Fake data: x'_t drawn at the masked positions and scattered into x.
@@ -154,7 +153,7 @@ class ElectraPretrainer(tf_keras.Model):
                                                      labels, step, sampler)
     sampled = sampling.gumbel_max_sample(log_p_draw, features["sample_seed"])
     generator_log_prob = sampling.gather_vocab(log_pg, sampled)
-    fake_ids = sampling.scatter_replacements(features["input_ids"], positions,
+    fake_ids = sampling.scatter_at_positions(features["input_ids"], positions,
                                              sampled, weights)
 
     # Discriminator: replaced-token detection on the fake data.
@@ -191,7 +190,7 @@ class ElectraPretrainer(tf_keras.Model):
     true_log_prob = losses.true_token_log_prob(mlm_logits, labels)
     return dict(mlm_loss_per_pos=-true_log_prob,
                 mlm_focal_loss_per_pos=losses.focal_loss_from_log_prob(
-                    true_log_prob, self._hp.focal_gamma),
+                    true_log_prob, self._config["focal_gamma"]),
                 masked_lm_preds=tf.argmax(mlm_logits, -1,
                                           output_type=tf.int32),
                 gen_max_prob=tf.exp(tf.reduce_max(log_pg, axis=-1)))
@@ -202,24 +201,25 @@ class ElectraPretrainer(tf_keras.Model):
     sampler; `normalised` false when they are the model's sampler's
     unnormalised ones (`draws_normalised`), whose drawn token's log-prob
     `head_terms` gives."""
-    warmup = (sampler is None and self._hp.sampling_warmup_steps and
+    warmup = (sampler is None and self._config["sampling_warmup_steps"] and
               not isinstance(self.sampler, samplers.GeneratorSampler))
     sampler = sampler or self.sampler
     log_p = self._sampler_log_probs(sampler, log_pg, gen_out, labels)
-    normalised = sampler.draws_normalised or self._hp.disallow_correct
+    normalised = sampler.draws_normalised or self._config["disallow_correct"]
     if not normalised and (warmup or sampler is not self.sampler):
       log_p, normalised = tf.nn.log_softmax(log_p, axis=-1), True
     if warmup:
       log_p_warm = self._sampler_log_probs(samplers.GeneratorSampler(),
                                            log_pg, gen_out, labels)
-      in_warmup = tf.cast(step, tf.int64) < self._hp.sampling_warmup_steps
+      in_warmup = (tf.cast(step, tf.int64) <
+                   self._config["sampling_warmup_steps"])
       log_p = tf.where(in_warmup, log_p_warm, log_p)
     return log_p, normalised
 
   def _sampler_log_probs(self, sampler, log_pg, gen_out, original_ids):
     log_p = sampler.log_probs(log_pg, gen_out.get("sampling_scores"),
                               original_ids)
-    if self._hp.disallow_correct:
+    if self._config["disallow_correct"]:
       log_p = sampling.forbid_original(log_p, original_ids)
     return log_p
 
@@ -244,22 +244,22 @@ class ElectraPretrainer(tf_keras.Model):
     (HP-Dist, `disc_importance_weighting`) all-reduce here, outside any
     compiled `forward`.
     """
-    hp = self._hp
+    hp = self._config
     positions = features["masked_lm_positions"]
     weights = tf.cast(features["masked_lm_weights"], tf.float32)
     out = dict(forward_out)
     out["mlm_loss"] = losses.replica_mean(out["mlm_focal_loss_per_pos"],
                                           weights, loss_denominators["masked"])
-    if not hp.electra_objective:
-      out["total_loss"] = hp.gen_weight * out["mlm_loss"]
+    if not hp["electra_objective"]:
+      out["total_loss"] = hp["gen_weight"] * out["mlm_loss"]
       return out
 
     token_weights = tf.cast(features["input_mask"], tf.float32)
     token_denominator = loss_denominators["tokens"]
-    if hp.disc_importance_weighting:
+    if hp["disc_importance_weighting"]:
       ratio = losses.disc_importance_weights(
           out["generator_log_prob"], out["sample_log_prob"], weights,
-          hp.disc_importance_weight_clip)
+          hp["disc_importance_weight_clip"])
       token_weights = sampling.scatter_at_positions(
           token_weights, positions, ratio, weights)
       token_denominator = None  # Depends on the weights: all-reduced here.
@@ -270,9 +270,9 @@ class ElectraPretrainer(tf_keras.Model):
     out["sampling_loss"] = (
         tf.constant(0.0) if per_pos is None else
         losses.replica_mean(per_pos, weights, loss_denominators["masked"]))
-    out["total_loss"] = (hp.gen_weight * out["mlm_loss"] +
-                         hp.disc_weight * out["disc_loss"] +
-                         hp.sampling_weight * out["sampling_loss"])
+    out["total_loss"] = (hp["gen_weight"] * out["mlm_loss"] +
+                         hp["disc_weight"] * out["disc_loss"] +
+                         hp["sampling_weight"] * out["sampling_loss"])
     return out
 
   @staticmethod

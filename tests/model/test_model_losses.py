@@ -17,6 +17,12 @@ def _np_focal(logits, labels, gamma):
   return -(1.0 - np.exp(log_p)) ** gamma * log_p
 
 
+def _focal_mlm_loss(mlm_logits, labels, gamma):
+  """The pre-trainer's focal MLM loss per position (`_generator_outputs`)."""
+  return losses.focal_loss_from_log_prob(
+      losses.true_token_log_prob(mlm_logits, labels), gamma)
+
+
 def _random_logits(seed, shape=(2, 3, 7)):
   rng = np.random.default_rng(seed)
   logits = rng.normal(0, 2, shape).astype(np.float32)
@@ -27,7 +33,7 @@ def _random_logits(seed, shape=(2, 3, 7)):
 def test_focal_gamma_zero_is_sparse_cross_entropy():
   logits, labels = _random_logits(0)
   expected = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
-  got = losses.focal_mlm_loss(tf.constant(logits), tf.constant(labels), 0.0)
+  got = _focal_mlm_loss(tf.constant(logits), tf.constant(labels), 0.0)
   np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
 
 
@@ -35,14 +41,14 @@ def test_focal_gamma_two_matches_hand_computed_values():
   # p = 0.5: -(0.5)^2 log 0.5; p = 0.75: -(0.25)^2 log 0.75.
   logits = tf.constant([[[0.0, 0.0], [np.log(3.0), 0.0]]], tf.float32)
   labels = tf.constant([[0, 0]])
-  got = losses.focal_mlm_loss(logits, labels, 2.0).numpy()
+  got = _focal_mlm_loss(logits, labels, 2.0).numpy()
   np.testing.assert_allclose(got, [[0.25 * np.log(2.0),
                                     -0.0625 * np.log(0.75)]], rtol=1e-5)
   np.testing.assert_allclose(got, [[0.1732868, 0.0179801]], rtol=1e-5)
   random_logits, random_labels = _random_logits(1)
   np.testing.assert_allclose(
-      losses.focal_mlm_loss(tf.constant(random_logits),
-                            tf.constant(random_labels), 2.0).numpy(),
+      _focal_mlm_loss(tf.constant(random_logits),
+                      tf.constant(random_labels), 2.0).numpy(),
       _np_focal(random_logits, random_labels, 2.0), rtol=1e-5, atol=1e-6)
 
 
@@ -52,7 +58,7 @@ def test_focal_gradient_matches_finite_difference(gamma):
   position_weights = np.array([[1.0, 0.3], [2.0, 0.7]])
   x = tf.Variable(logits)
   with tf.GradientTape() as tape:
-    loss = tf.reduce_sum(losses.focal_mlm_loss(x, tf.constant(labels), gamma)
+    loss = tf.reduce_sum(_focal_mlm_loss(x, tf.constant(labels), gamma)
                          * position_weights)
   grad = tape.gradient(loss, x).numpy()
 
@@ -76,8 +82,7 @@ def test_focal_gradient_stays_finite_when_generator_is_certain(gamma):
   # float32 rounds p to exactly 1; (1 - p)^gamma must not give inf * 0.
   x = tf.Variable([[[40.0, 0.0, -3.0], [0.0, 1.0, 2.0]]])
   with tf.GradientTape() as tape:
-    loss = tf.reduce_sum(losses.focal_mlm_loss(x, tf.constant([[0, 1]]),
-                                               gamma))
+    loss = tf.reduce_sum(_focal_mlm_loss(x, tf.constant([[0, 1]]), gamma))
   grad = tape.gradient(loss, x).numpy()
   assert np.all(np.isfinite(grad)) and np.isfinite(loss.numpy())
   assert np.abs(grad[0, 1]).max() > 0.01

@@ -240,12 +240,12 @@ def test_noise_is_uniform_in_the_open_unit_interval():
   assert np.all(np.abs(correlations) < 0.02), correlations
 
 
-def test_scatter_replacements_leaves_padding_predictions_alone():
+def test_scatter_at_positions_leaves_padding_predictions_alone():
   input_ids = tf.constant([[1, 10, 11, 12, 2], [1, 20, 21, 2, 0]])
   positions = tf.constant([[1, 3], [2, 0]])
   sampled = tf.constant([[30, 31], [32, 33]])
   weights = tf.constant([[1.0, 1.0], [1.0, 0.0]])
-  got = sampling.scatter_replacements(input_ids, positions, sampled, weights)
+  got = sampling.scatter_at_positions(input_ids, positions, sampled, weights)
   np.testing.assert_array_equal(got.numpy(), [[1, 30, 11, 31, 2],
                                               [1, 20, 32, 2, 0]])
 
