@@ -93,10 +93,45 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
   """
   files = list(files)
   file_ids = list(range(len(files))) if file_ids is None else list(file_ids)
-  # Training: each pipeline reads its own files. Evaluation: every pipeline
-  # reads all (small) held-out files and takes every n-th example, so the
-  # examples of the first k global batches do not depend on the workers.
+  # Training: each pipeline reads its own files (see _files_of_pipeline).
   shard_files = is_training and num_input_pipelines > 1
+  mine = _files_of_pipeline(files, shard_files, num_input_pipelines,
+                            input_pipeline_id)
+  dataset = _keyed_records(files, file_ids, mine, seed=seed,
+                           is_training=is_training, num_epochs=num_epochs,
+                           cycle_length=cycle_length)
+  if not shard_files and num_input_pipelines > 1:
+    # Sharding the endless stream (not each epoch) keeps every pipeline fed
+    # even when there are fewer held-out examples than pipelines.
+    dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
+  if is_training:
+    dataset = dataset.shuffle(shuffle_buffer, seed=seed)
+  # Always present (also for 0), so that a saved iterator's structure does
+  # not depend on where the run started.
+  dataset = dataset.skip(skip_examples)
+  # Batching the raw records first lets parsing and masking run vectorised;
+  # each example's mask still depends on its own seed only.
+  dataset = dataset.batch(batch_size, drop_remainder=True)
+  dataset = dataset.map(
+      _parse_and_mask_fn(max_seq_length, max_predictions_per_seq, mask_prob,
+                         mask_id, special_ids),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  return dataset.with_options(_pipeline_options()).prefetch(tf.data.AUTOTUNE)
+
+
+def _files_of_pipeline(files, shard_files, num_input_pipelines,
+                       input_pipeline_id):
+  """Indices into `files` of the files this pipeline reads.
+
+  Training with several pipelines (`shard_files`): each pipeline reads its
+  own files, every n-th from `input_pipeline_id`. Else all of them:
+  evaluation reads all (small) held-out files on every pipeline, which takes
+  every n-th example, so the examples of the first k global batches do not
+  depend on the workers.
+
+  Raises:
+    UserError: `shard_files` with fewer files than pipelines.
+  """
   if shard_files and len(files) < num_input_pipelines:
     raise UserError(
         "%d input pipelines (one per worker) but only %d non-empty training "
@@ -108,6 +143,17 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
   mine = list(range(len(files)))
   if shard_files:
     mine = mine[input_pipeline_id::num_input_pipelines]
+  return mine
+
+
+def _keyed_records(files, file_ids, mine, *, seed, is_training, num_epochs,
+                   cycle_length):
+  """The (file key, record index, record) stream of files `mine`, by epoch.
+
+  Each epoch interleaves the files (in a per-epoch shuffled order when
+  training); `num_epochs` None repeats forever. The file key, one int32 per
+  (seed, epoch, file), seeds the masking and sampling of its records.
+  """
   names = tf.constant(files)
   ids = tf.constant(file_ids, tf.int64)
   order_key = tf.constant([seed, _ORDER_STREAM], tf.int64)
@@ -136,17 +182,12 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
 
   epochs = (tf.data.Dataset.counter() if num_epochs is None else
             tf.data.Dataset.range(num_epochs))
-  dataset = epochs.flat_map(read_epoch)
-  if not shard_files and num_input_pipelines > 1:
-    # Sharding the endless stream (not each epoch) keeps every pipeline fed
-    # even when there are fewer held-out examples than pipelines.
-    dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
-  if is_training:
-    dataset = dataset.shuffle(shuffle_buffer, seed=seed)
-  # Always present (also for 0), so that a saved iterator's structure does
-  # not depend on where the run started.
-  dataset = dataset.skip(skip_examples)
+  return epochs.flat_map(read_epoch)
 
+
+def _parse_and_mask_fn(max_seq_length, max_predictions_per_seq, mask_prob,
+                       mask_id, special_ids):
+  """The map function of batched keyed records to the batch dict."""
   spec = shards.feature_spec(max_seq_length)
 
   def parse_and_mask(file_key, index, record):
@@ -164,19 +205,19 @@ def make_dataset(files, *, batch_size, max_seq_length, max_predictions_per_seq,
     batch["sample_seed"] = tf.stack([file_key, twice + 1], axis=1)
     return batch
 
-  # Batching the raw records first lets parsing and masking run vectorised;
-  # each example's mask still depends on its own seed only.
-  dataset = dataset.batch(batch_size, drop_remainder=True)
-  dataset = dataset.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
-                        deterministic=True)
+  return parse_and_mask
+
+
+def _pipeline_options():
+  """Deterministic, no auto-sharding, and skip(0) kept in the graph."""
   options = tf.data.Options()
   options.deterministic = True
-  # Keeps skip(0) in the graph (see above).
+  # Keeps skip(0) in the graph (see `make_dataset`).
   options.experimental_optimization.noop_elimination = False
   # Sharding is done here, per input pipeline.
   options.experimental_distribute.auto_shard_policy = (
       tf.data.experimental.AutoShardPolicy.OFF)
-  return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+  return options
 
 
 class InputFn(object):

@@ -157,6 +157,47 @@ def _hold_out_examples(train, heldout, tally, heldout_fraction, output_dir,
   return train, "example"
 
 
+def _write_shards(builder, tally, corpus_dir, output_dir, created, num_shards,
+                  num_processes, heldout_fraction, progress_stream):
+  """Writes and commits the train (and held-out) shards of all documents.
+
+  On any error the shards written so far are discarded, and an output
+  directory the build `created` is removed if left empty. Returns (train
+  writer, held-out writer or None, held-out unit).
+  """
+  train = heldout = None
+  try:
+    train = ShardWriter(output_dir, output.TRAIN_PREFIX, num_shards)
+    if heldout_fraction > 0:
+      heldout = ShardWriter(output_dir, output.HELDOUT_PREFIX, num_shards)
+    for (relpath, _, _), result in parallel.ordered_results(
+        builder, tally.tasks(), num_processes):
+      train.write(result["train"])
+      if heldout is not None:
+        heldout.write(result["heldout"])
+      tally.add(relpath, result)
+    tally.finish()
+    _check_written(tally, corpus_dir, heldout_fraction)
+    train.close()
+    train, heldout_unit = _hold_out_examples(
+        train, heldout, tally, heldout_fraction, output_dir, progress_stream)
+    if heldout is not None:
+      heldout.close()
+    output.remove_old_outputs(output_dir)
+    for w in (train, heldout):
+      if w is not None:
+        w.commit()
+  except BaseException:
+    for w in (train, heldout):
+      if w is not None:
+        w.discard()
+    if (created and io_utils.is_dir(output_dir) and
+        not io_utils.listdir(output_dir)):
+      io_utils.remove_tree(output_dir)
+    raise
+  return train, heldout, heldout_unit
+
+
 def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
                   num_processes=1, num_shards=8, blanks_separate_docs=True,
                   heldout_fraction=0.0, seed=1234, overwrite=False,
@@ -189,36 +230,9 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
                            heldout_fraction, seed)
   tally = Tally(files, skipped, progress_stream)
   setup_seconds = time.time() - start
-  train = heldout = None
-  try:
-    train = ShardWriter(output_dir, output.TRAIN_PREFIX, num_shards)
-    if heldout_fraction > 0:
-      heldout = ShardWriter(output_dir, output.HELDOUT_PREFIX, num_shards)
-    for (relpath, _, _), result in parallel.ordered_results(
-        builder, tally.tasks(), num_processes):
-      train.write(result["train"])
-      if heldout is not None:
-        heldout.write(result["heldout"])
-      tally.add(relpath, result)
-    tally.finish()
-    _check_written(tally, corpus_dir, heldout_fraction)
-    train.close()
-    train, heldout_unit = _hold_out_examples(
-        train, heldout, tally, heldout_fraction, output_dir, progress_stream)
-    if heldout is not None:
-      heldout.close()
-    output.remove_old_outputs(output_dir)
-    for w in (train, heldout):
-      if w is not None:
-        w.commit()
-  except BaseException:
-    for w in (train, heldout):
-      if w is not None:
-        w.discard()
-    if (created and io_utils.is_dir(output_dir) and
-        not io_utils.listdir(output_dir)):
-      io_utils.remove_tree(output_dir)
-    raise
+  train, heldout, heldout_unit = _write_shards(
+      builder, tally, corpus_dir, output_dir, created, num_shards,
+      num_processes, heldout_fraction, progress_stream)
 
   timings = {"elapsed_seconds": time.time() - start,
              "cpu_seconds": cpu_seconds() - start_cpu,
