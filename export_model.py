@@ -84,21 +84,12 @@ def main(argv=None):
   args = parse_args(argv)
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   user = hparams_lib.load_hparams(args.hparams)
-  if args.checkpoint is None and not (args.data_dir and args.model_name):
-    raise UserError("give --data-dir and --model-name, or --checkpoint.")
-  if args.task and (args.format != "saved_model" or args.checkpoint):
-    raise UserError("--task exports a fine-tuned model of --data-dir/"
-                    "--model-name as a SavedModel (--format saved_model); "
-                    "hf and tf1 export pre-trained models.")
-  if args.sentencepiece_model and (args.task or args.format == "tf1"):
-    raise UserError("--sentencepiece-model applies to pre-trained models "
-                    "exported as hf or saved_model.")
+  _check_flags(args)
   if args.task:
     return _export_finetuned(args, user)
 
-  from interop import adoption  # pylint: disable=g-import-not-at-top
-  from interop import convert
-  from interop import export_dir
+  source, config = _pretrained_source(args, user)
+  from interop import export_dir  # pylint: disable=g-import-not-at-top
   from interop import hf
   from interop import hf_sentencepiece
   from interop import loader
@@ -106,24 +97,6 @@ def main(argv=None):
   from interop import saved_model
   from interop import tf1
   from model import builders
-  from model import checkpoints
-  if args.checkpoint is None:
-    model_dir = user.get("model_dir") or posixpath.join(
-        args.data_dir, "models", args.model_name)
-    source = checkpoints.pretrained_checkpoint_dir(model_dir)
-    config = convert.pretraining_config(
-        args.model_name, args.data_dir,
-        convert.merge_hparams(_saved_hparams(model_dir), user))
-  else:
-    source = args.checkpoint
-    if not (io_utils.exists(source) or io_utils.exists(source + ".index")):
-      raise UserError("--checkpoint %s does not exist." % source)
-    name, data_dir = args.model_name or "exported", args.data_dir or "."
-    hparams, adopted = adoption.adopt(
-        configure.PretrainingConfig, name, data_dir, user, source,
-        into_data_dir=False)
-    config = configure.PretrainingConfig(name, data_dir, **hparams)
-    config.adopted_from = adopted
   if args.format in ("hf", "tf1"):
     names.refuse_relative_position(config, args.format)  # Before any work.
   if args.sentencepiece_model:
@@ -141,6 +114,46 @@ def main(argv=None):
         model, config, args.output,
         sentencepiece_model=args.sentencepiece_model)
   return 0
+
+
+def _check_flags(args):
+  """Refuses combinations of flags that do not go together."""
+  if args.checkpoint is None and not (args.data_dir and args.model_name):
+    raise UserError("give --data-dir and --model-name, or --checkpoint.")
+  if args.task and (args.format != "saved_model" or args.checkpoint):
+    raise UserError("--task exports a fine-tuned model of --data-dir/"
+                    "--model-name as a SavedModel (--format saved_model); "
+                    "hf and tf1 export pre-trained models.")
+  if args.sentencepiece_model and (args.task or args.format == "tf1"):
+    raise UserError("--sentencepiece-model applies to pre-trained models "
+                    "exported as hf or saved_model.")
+
+
+def _pretrained_source(args, user):
+  """(checkpoint to load, `PretrainingConfig`) of the pre-trained model:
+  the model directory of --data-dir/--model-name, or --checkpoint (its
+  hyperparameters adopted from the files beside it)."""
+  from interop import adoption  # pylint: disable=g-import-not-at-top
+  from interop import convert
+  from model import checkpoints
+  if args.checkpoint is None:
+    model_dir = user.get("model_dir") or posixpath.join(
+        args.data_dir, "models", args.model_name)
+    source = checkpoints.pretrained_checkpoint_dir(model_dir)
+    config = convert.pretraining_config(
+        args.model_name, args.data_dir,
+        convert.merge_hparams(_saved_hparams(model_dir), user))
+    return source, config
+  source = args.checkpoint
+  if not (io_utils.exists(source) or io_utils.exists(source + ".index")):
+    raise UserError("--checkpoint %s does not exist." % source)
+  name, data_dir = args.model_name or "exported", args.data_dir or "."
+  hparams, adopted = adoption.adopt(
+      configure.PretrainingConfig, name, data_dir, user, source,
+      into_data_dir=False)
+  config = configure.PretrainingConfig(name, data_dir, **hparams)
+  config.adopted_from = adopted
+  return source, config
 
 
 def _export_finetuned(args, user):

@@ -193,6 +193,24 @@ def _choice(path, key, value, choices, what=""):
 
 def load_spec(path, name):
   """Reads and checks task.json; returns a `TaskSpec`."""
+  spec = _read_spec(path, name)
+  task_type = _choice(path, "type", spec["type"], TYPES)
+  if task_type == "tagging":
+    file_format = _tagging_format(path, spec)
+    text_columns, label_column, rule = None, None, None
+  else:
+    file_format, text_columns, label_column, rule = _text_columns(
+        path, spec, task_type)
+  labels = _labels(path, spec, task_type)
+  metrics = _metrics(path, spec, task_type)
+  if "description" in spec and not isinstance(spec["description"], str):
+    raise UserError("%s: key 'description' must be a string." % path)
+  return TaskSpec(name, path, task_type, file_format, text_columns,
+                  label_column, labels, metrics, rule)
+
+
+def _read_spec(path, name):
+  """task.json as a dict of known keys with a 'type', for task `name`."""
   if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", name):
     raise UserError("%s: the task's name (its directory name) %r may only "
                     "hold letters, digits, '_', '-' and '.'; rename the "
@@ -208,80 +226,91 @@ def load_spec(path, name):
   if "type" not in spec:
     raise UserError("%s: key 'type' is missing; use one of %s." % (
         path, ", ".join(json_text(t) for t in TYPES)))
-  task_type = _choice(path, "type", spec["type"], TYPES)
-  formats = FORMATS[task_type]
+  return spec
+
+
+def _tagging_format(path, spec):
+  """The file format of a tagging task; the text-task keys are refused."""
+  for key in _TEXT_KEYS:
+    if key in spec:
+      raise UserError("%s: key %r does not apply to tagging: the %s files "
+                      "hold one 'token label' line per word and long "
+                      "sentences are split into windows, so no word is "
+                      "lost." % (path, key, "/".join(
+                          s + EXTENSIONS["conll"] for s in SPLITS)))
+  return _choice(path, "format", spec.get("format", "conll"),
+                 FORMATS["tagging"],
+                 " (tagging files are 'token label' lines)")
+
+
+def _text_columns(path, spec, task_type):
+  """(format, text_columns, label_column, truncation) of a text task."""
+  for key in ("format", "text_columns", "label_column"):
+    if key not in spec:
+      raise UserError("%s: key %r is missing (a %s task needs format, "
+                      "text_columns and label_column)." % (path, key,
+                                                           task_type))
+  file_format = _choice(path, "format", spec["format"], FORMATS[task_type])
+  text_columns = _string_list(path, "text_columns", spec["text_columns"])
+  label_column = spec["label_column"]
+  if not isinstance(label_column, str) or not label_column.strip():
+    raise UserError("%s: key 'label_column' must be a column name (a "
+                    "non-empty string); got %s." % (path,
+                                                    json_text(label_column)))
+  label_column = label_column.strip()
+  if label_column in text_columns:
+    raise UserError("%s: column %r is both a text column and the "
+                    "label_column." % (path, label_column))
+  rule = _choice(path, "truncation",
+                 spec.get("truncation", truncation.DEFAULT_RULE),
+                 truncation.RULES)
+  return file_format, text_columns, label_column, rule
+
+
+def _labels(path, spec, task_type):
+  """The 'labels' key as a tuple of label texts, or None when absent."""
+  if "labels" not in spec:
+    return None
+  if task_type == "regression":
+    raise UserError("%s: key 'labels' does not apply to regression (the "
+                    "labels are numbers)." % path)
+  value = spec["labels"]
+  if (not isinstance(value, list) or
+      not all(isinstance(v, (str, int, float)) and label_text(v)
+              for v in value)):
+    raise UserError("%s: key 'labels' must be a list of labels (non-empty "
+                    "strings or numbers); got %s." % (path, json_text(value)))
+  labels = tuple(label_text(v) for v in value)
+  if len(labels) < 2:
+    raise UserError("%s: key 'labels' must list at least 2 labels; got %s."
+                    % (path, json_text(value)))
+  if len(set(labels)) != len(labels):
+    raise UserError("%s: key 'labels' lists %r twice." % (
+        path, next(label for label in labels if labels.count(label) > 1)))
   if task_type == "tagging":
-    for key in _TEXT_KEYS:
-      if key in spec:
-        raise UserError("%s: key %r does not apply to tagging: the %s files "
-                        "hold one 'token label' line per word and long "
-                        "sentences are split into windows, so no word is "
-                        "lost." % (path, key, "/".join(
-                            s + EXTENSIONS["conll"] for s in SPLITS)))
-    file_format = _choice(path, "format", spec.get("format", "conll"),
-                          formats, " (tagging files are 'token label' lines)")
-    text_columns, label_column, rule = None, None, None
-  else:
-    for key in ("format", "text_columns", "label_column"):
-      if key not in spec:
-        raise UserError("%s: key %r is missing (a %s task needs format, "
-                        "text_columns and label_column)." % (path, key,
-                                                             task_type))
-    file_format = _choice(path, "format", spec["format"], formats)
-    text_columns = _string_list(path, "text_columns", spec["text_columns"])
-    label_column = spec["label_column"]
-    if not isinstance(label_column, str) or not label_column.strip():
-      raise UserError("%s: key 'label_column' must be a column name (a "
-                      "non-empty string); got %s." % (path,
-                                                      json_text(label_column)))
-    label_column = label_column.strip()
-    if label_column in text_columns:
-      raise UserError("%s: column %r is both a text column and the "
-                      "label_column." % (path, label_column))
-    rule = _choice(path, "truncation",
-                   spec.get("truncation", truncation.DEFAULT_RULE),
-                   truncation.RULES)
-  labels = None
-  if "labels" in spec:
-    if task_type == "regression":
-      raise UserError("%s: key 'labels' does not apply to regression (the "
-                      "labels are numbers)." % path)
-    value = spec["labels"]
-    if (not isinstance(value, list) or
-        not all(isinstance(v, (str, int, float)) and label_text(v)
-                for v in value)):
-      raise UserError("%s: key 'labels' must be a list of labels (non-empty "
-                      "strings or numbers); got %s." % (path, json_text(value)))
-    labels = tuple(label_text(v) for v in value)
-    if len(labels) < 2:
-      raise UserError("%s: key 'labels' must list at least 2 labels; got %s."
-                      % (path, json_text(value)))
-    if len(set(labels)) != len(labels):
-      raise UserError("%s: key 'labels' lists %r twice." % (
-          path, next(label for label in labels if labels.count(label) > 1)))
-    if task_type == "tagging":
-      bad = [label for label in labels if len(label.split()) != 1]
-      if bad:
-        raise UserError("%s: key 'labels': tagging label %r holds "
-                        "whitespace." % (path, bad[0]))
-  metrics = None
-  if "metrics" in spec:
-    value = spec["metrics"]
-    if not isinstance(value, list) or not value:
-      raise UserError("%s: key 'metrics' must be a non-empty list of metric "
-                      "names (%s for a %s task); got %s." % (
-                          path, ", ".join(METRICS[task_type]), task_type,
-                          json_text(value)))
-    for metric in value:
-      _choice(path, "metrics", metric, METRICS[task_type],
-              " for a %s task" % task_type)
-    if len(set(value)) != len(value):
-      raise UserError("%s: key 'metrics' lists a metric twice." % path)
-    metrics = tuple(value)
-  if "description" in spec and not isinstance(spec["description"], str):
-    raise UserError("%s: key 'description' must be a string." % path)
-  return TaskSpec(name, path, task_type, file_format, text_columns,
-                  label_column, labels, metrics, rule)
+    bad = [label for label in labels if len(label.split()) != 1]
+    if bad:
+      raise UserError("%s: key 'labels': tagging label %r holds "
+                      "whitespace." % (path, bad[0]))
+  return labels
+
+
+def _metrics(path, spec, task_type):
+  """The 'metrics' key as a tuple of metric names, or None when absent."""
+  if "metrics" not in spec:
+    return None
+  value = spec["metrics"]
+  if not isinstance(value, list) or not value:
+    raise UserError("%s: key 'metrics' must be a non-empty list of metric "
+                    "names (%s for a %s task); got %s." % (
+                        path, ", ".join(METRICS[task_type]), task_type,
+                        json_text(value)))
+  for metric in value:
+    _choice(path, "metrics", metric, METRICS[task_type],
+            " for a %s task" % task_type)
+  if len(set(value)) != len(value):
+    raise UserError("%s: key 'metrics' lists a metric twice." % path)
+  return tuple(value)
 
 
 # ---- the tasks ---------------------------------------------------------------

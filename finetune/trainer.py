@@ -215,23 +215,15 @@ class Trainer(object):
         train_seconds += time.time() - start
         step += chunk
         losses.append((step, loss))
-        if not np.isfinite(loss):
-          raise TrainingDivergedError(
-              "%s: the training loss is %s at step %d; lower "
-              "hparam 'learning_rate' (now %g)." % (
-                  self.log_prefix, loss, step, config.learning_rate))
+        self._check_finite(loss, step)
         # ETA: the remaining steps at the rate so far, plus the evaluations
         # still to come at their mean duration.
         rate = step / max(train_seconds, 1e-9)
         evals_left = len([s for s in eval_steps if s >= eval_step])
         eta = (num_steps - step) / rate + evals_left * (
             np.mean(eval_seconds) if eval_seconds else 0.0)
-        self.log("step %d/%d (epoch %.2f) loss %.4f lr %.3g, %.1f steps/s, "
-                 "ETA %s" % (step, num_steps, step * batch / float(n), loss,
-                             float(schedule(step)), rate,
-                             progress.format_duration(eta)) +
-                 (" | %d steps skipped by loss scaling" % skipped_steps
-                  if skipped_steps else ""))
+        self._log_progress(step, num_steps, step * batch / float(n), loss,
+                           float(schedule(step)), rate, eta, skipped_steps)
       entry = dict(step=step, epoch=round(step * batch / float(n), 4),
                    loss=losses[-1][1])
       if eval_data:
@@ -239,20 +231,43 @@ class Trainer(object):
         entry["results"] = self.evaluate_all(eval_data)
         eval_seconds.append(time.time() - start)
       history.append(entry)
-      # Without dev data the kept model is simply the last one.
-      improved = (not eval_data or best is None or
-                  self._primary(entry) > self._primary(best))
-      if improved:
-        best = entry
-        checkpoints.save_checkpoint(manager, step)
-        self._write_best(entry, eval_data)
-      if eval_data:
-        self.log("step %d (epoch %.2f): %s%s" % (
-            step, entry["epoch"],
-            "; ".join("%s %s" % (split, scorer_lib.results_str(r))
-                      for split, r in entry["results"].items()),
-            " (best so far, saved)" if improved else ""))
+      best = self._keep_if_best(entry, best, eval_data, manager)
     return history, best, losses
+
+  def _check_finite(self, loss, step):
+    """Raises TrainingDivergedError if the training `loss` is not finite."""
+    if not np.isfinite(loss):
+      raise TrainingDivergedError(
+          "%s: the training loss is %s at step %d; lower "
+          "hparam 'learning_rate' (now %g)." % (
+              self.log_prefix, loss, step, self.config.learning_rate))
+
+  def _log_progress(self, step, num_steps, epoch, loss, learning_rate, rate,
+                    eta, skipped_steps):
+    """The progress line of a training chunk."""
+    self.log("step %d/%d (epoch %.2f) loss %.4f lr %.3g, %.1f steps/s, "
+             "ETA %s" % (step, num_steps, epoch, loss, learning_rate, rate,
+                         progress.format_duration(eta)) +
+             (" | %d steps skipped by loss scaling" % skipped_steps
+              if skipped_steps else ""))
+
+  def _keep_if_best(self, entry, best, eval_data, manager):
+    """Saves the checkpoint and best.json if `entry` beats `best`; logs the
+    evaluation. Returns the best entry so far."""
+    # Without dev data the kept model is simply the last one.
+    improved = (not eval_data or best is None or
+                self._primary(entry) > self._primary(best))
+    if improved:
+      best = entry
+      checkpoints.save_checkpoint(manager, entry["step"])
+      self._write_best(entry, eval_data)
+    if eval_data:
+      self.log("step %d (epoch %.2f): %s%s" % (
+          entry["step"], entry["epoch"],
+          "; ".join("%s %s" % (split, scorer_lib.results_str(r))
+                    for split, r in entry["results"].items()),
+          " (best so far, saved)" if improved else ""))
+    return best
 
   def _primary(self, entry):
     split = self.task.eval_splits[0]
