@@ -281,14 +281,7 @@ class PretrainingTrainer(object):
       self.log("Training already finished: step %d of %d. Nothing to do."
                % (step, total))
       return None
-    peak, source = flops_lib.peak_flops_per_second(c.peak_tflops,
-                                                   c.mixed_precision)
-    peak *= self.num_replicas
-    self.log("Training steps %d -> %d on %d replica(s), global batch %d, "
-             "%.3g TFLOPs per step (analytic), peak %.3g TFLOP/s%s." % (
-                 step, total, self.num_replicas, c.train_batch_size,
-                 self.train_flops / 1e12, peak / 1e12,
-                 " (%s)" % source))
+    peak = self._log_start(step, total)
     writer = (tf.summary.create_file_writer(os.path.join(c.model_dir, "train"))
               if self.is_chief else tf.summary.create_noop_writer())
     train_loop = self._make_train_loop()
@@ -305,27 +298,15 @@ class PretrainingTrainer(object):
       sums = train_loop(iterator, tf.constant(n, tf.int32))
       sums = {k: v.numpy() for k, v in sums.items()}
       self.examples_seen.assign_add(n * c.train_batch_size)
-      if not all(np.isfinite(v) for v in sums.values()):
-        bad = [k for k, v in sums.items() if not np.isfinite(v)]
-        raise TrainingDivergedError(
-            "non-finite %s between steps %d and %d; stopped without saving. "
-            "The last good checkpoint is %s. Lower learning_rate or check "
-            "the data." % (", ".join(bad), step + 1, step + n,
-                           tf.train.latest_checkpoint(self.checkpoint_dir)
-                           or "(none yet)"))
+      self._check_finite(sums, step, n)
       step += n
       window_steps += n
       window_sums = sums if window_sums is None else {
           k: window_sums[k] + sums[k] for k in sums}
       if step % c.log_every == 0 or step == total:
         now = time.time()
-        last = step_statistics.summarize_sums(window_sums, window_steps)
-        skipped = int(round(float(window_sums["skipped_steps"])))
-        skipped_total += skipped
-        last["grad_norm"] = float(window_sums["grad_norm"]) / max(
-            window_steps - skipped, 1)
-        last["skipped_steps"] = skipped
-        last["learning_rate"] = self._learning_rate()
+        last = self._window_statistics(window_sums, window_steps)
+        skipped_total += last["skipped_steps"]
         rate = window_steps / max(now - window_start, 1e-9)
         self._log_progress(step, total, rate, now - start_time,
                            (total - step) / max(
@@ -350,6 +331,42 @@ class PretrainingTrainer(object):
       self.log("%d steps skipped by loss scaling (non-finite float16 "
                "gradients); loss scale now %g." % (
                    skipped_total, float(self.optimizer.loss_scale)))
+    return last
+
+  def _log_start(self, step, total):
+    """The run's first line; returns the peak FLOP/s of all replicas."""
+    c = self.config
+    peak, source = flops_lib.peak_flops_per_second(c.peak_tflops,
+                                                   c.mixed_precision)
+    peak *= self.num_replicas
+    self.log("Training steps %d -> %d on %d replica(s), global batch %d, "
+             "%.3g TFLOPs per step (analytic), peak %.3g TFLOP/s%s." % (
+                 step, total, self.num_replicas, c.train_batch_size,
+                 self.train_flops / 1e12, peak / 1e12,
+                 " (%s)" % source))
+    return peak
+
+  def _check_finite(self, sums, step, n):
+    """Raises TrainingDivergedError if a sum of the `n` steps after `step`
+    is not finite."""
+    if not all(np.isfinite(v) for v in sums.values()):
+      bad = [k for k, v in sums.items() if not np.isfinite(v)]
+      raise TrainingDivergedError(
+          "non-finite %s between steps %d and %d; stopped without saving. "
+          "The last good checkpoint is %s. Lower learning_rate or check "
+          "the data." % (", ".join(bad), step + 1, step + n,
+                         tf.train.latest_checkpoint(self.checkpoint_dir)
+                         or "(none yet)"))
+
+  def _window_statistics(self, window_sums, window_steps):
+    """The statistics of the progress line from the sums of its window of
+    steps; `skipped_steps` counts the steps loss scaling skipped."""
+    last = step_statistics.summarize_sums(window_sums, window_steps)
+    skipped = int(round(float(window_sums["skipped_steps"])))
+    last["grad_norm"] = float(window_sums["grad_norm"]) / max(
+        window_steps - skipped, 1)
+    last["skipped_steps"] = skipped
+    last["learning_rate"] = self._learning_rate()
     return last
 
   def _stop_at(self, step, manager):
