@@ -43,11 +43,7 @@ def _ours(directory):
 def check_output(directory, overwrite):
   """Before any work: `directory` is new, empty, or (with `overwrite`) is
   cleared of earlier exports; a UserError naming it otherwise."""
-  if io_utils.exists(directory) and not io_utils.is_dir(directory):
-    raise UserError("--output %s is a file; give the directory to export "
-                    "into." % directory)
-  entries = (io_utils.listdir(directory) if io_utils.is_dir(directory)
-             else [])
+  entries = io_utils.output_entries(directory, "--output")
   if entries and not overwrite:
     raise UserError(
         "--output %s is not empty (%s); pass --overwrite to replace the "

@@ -63,6 +63,14 @@ def check_writable(directory, fix="choose another --data-dir or "
                                                       fix))
 
 
+def output_entries(directory, flag):
+  """The names already in output directory `directory` ([] when it does not
+  exist yet); a UserError naming command-line `flag` when it is a file."""
+  if exists(directory) and not is_dir(directory):
+    raise UserError("%s %s is a file, not a directory." % (flag, directory))
+  return listdir(directory) if is_dir(directory) else []
+
+
 def exists(path):
   """Whether a file or directory is at `path` (any gfile path)."""
   return _tf().io.gfile.exists(path)

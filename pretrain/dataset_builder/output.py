@@ -18,10 +18,7 @@ def prepare_output_dir(output_dir, overwrite):
   Returns:
     the sorted names already in output_dir (empty when it was created).
   """
-  if io_utils.exists(output_dir) and not io_utils.is_dir(output_dir):
-    raise UserError("--output-dir %s is a file, not a directory." % output_dir)
-  existing = (io_utils.listdir(output_dir) if io_utils.is_dir(output_dir)
-              else [])
+  existing = io_utils.output_entries(output_dir, "--output-dir")
   if existing and not overwrite:
     raise UserError(
         "output directory %s is not empty (%d entries, e.g. %s); pass "
