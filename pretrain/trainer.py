@@ -32,11 +32,11 @@ from pretrain import data_stream
 from pretrain import evaluation
 from pretrain import flops as flops_lib
 from pretrain import pretrain_data
+from pretrain import progress_line
 from pretrain import step_statistics
 from util import distribution
 from util import interrupt
 from util import process_setup
-from util import progress
 from util.errors import Interrupted
 from util.errors import TrainingDivergedError
 from util.errors import UserError
@@ -381,27 +381,9 @@ class PretrainingTrainer(object):
                                         latest))
 
   def _log_progress(self, step, total, steps_per_sec, elapsed, eta, m, peak):
-    c = self.config
-    achieved = self.train_flops * steps_per_sec
-    parts = ["step %d/%d (%.1f%%)" % (step, total, 100.0 * step / total),
-             "%.2f steps/s %.1f seq/s" % (steps_per_sec,
-                                          steps_per_sec * c.train_batch_size),
-             "elapsed %s ETA %s" % (progress.format_duration(elapsed),
-                                    progress.format_duration(eta)),
-             "loss %.4f mlm %.4f" % (m["total_loss"], m["mlm_loss"])]
-    if "disc_loss" in m:
-      parts[-1] += " disc %.4f" % m["disc_loss"]
-      if self.model.learns_sampler:
-        parts[-1] += " samp %.4f" % m["sampling_loss"]
-      parts.append("gen_acc %.3f disc_acc %.3f repl %.3f" % (
-          m["gen_accuracy"], m["disc_accuracy"], m["replacement_rate"]))
-    if "hp_estimator_pearson" in m:
-      parts.append("hp_r %.3f" % m["hp_estimator_pearson"])
-    parts.append("%.3g TFLOP/s MFU %.2f%%" % (achieved / 1e12,
-                                              100.0 * achieved / peak))
-    if m.get("skipped_steps"):
-      parts.append("%d steps skipped by loss scaling" % m["skipped_steps"])
-    self.log(" | ".join(parts))
+    self.log(progress_line.progress_line(
+        step, total, steps_per_sec, self.config.train_batch_size, elapsed,
+        eta, m, self.train_flops, peak, self.model.learns_sampler))
 
   def evaluate(self, step=None):
     """Evaluates the current weights on the eval shards; writes results."""

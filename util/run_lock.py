@@ -13,7 +13,6 @@ import contextlib
 import os
 import socket
 
-from util import io_utils
 from util.errors import UserError
 
 LOCK_NAME = ".lock"
@@ -94,7 +93,7 @@ def locked(directory, enabled=True, what="model directory"):
   if not enabled or not _is_local(directory):
     yield None
     return
-  io_utils.check_writable(directory)  # Creates it; a UserError if it cannot.
+  os.makedirs(directory, exist_ok=True)  # Callers checked it is writable.
   path = os.path.join(directory, LOCK_NAME)
   if not try_acquire(path):
     pid, host = holder(path) or (None, None)
