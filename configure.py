@@ -240,8 +240,7 @@ def implied_vocab_size(hparams, vocab_file):
   """
   if not io_utils.exists(vocab_file):
     return {}
-  size = sum(1 for line in io_utils.read_text(vocab_file).split("\n")
-             if line.rstrip("\r"))
+  size = len(vocab_fingerprint.tokens(vocab_file))
   if "vocab_size" not in hparams:
     return {"vocab_size": size}
   if hparams["vocab_size"] != size:
