@@ -14,6 +14,7 @@ from model import samplers
 from model import transformer_hparams
 from util import io_utils
 from util import vocab_fingerprint
+from util import vocab_layout
 from util.hparams import ConfigError
 from util.hparams import Field
 from util.hparams import HParams
@@ -51,7 +52,7 @@ _RUN_FIELDS = dict(
                                  "e.g. {\"hidden_size\": 128}."),
     embedding_size=Field(None, (int, type(None)), "Token embedding width; "
                          "None takes the model size's.", min=1),
-    vocab_size=Field(30522, int, "Vocabulary size; must match vocab.txt.",
+    vocab_size=Field(30522, int, "Vocabulary size; must match vocab_file.",
                      min=1),
     do_lower_case=Field(True, bool, "Lower-case (and strip accents) text."),
     max_seq_length=Field(128, int, "Tokens per example.", min=1),
@@ -161,7 +162,8 @@ _PRETRAIN_FIELDS = dict(
                              "pretrain_data.tfrecord*."),
     eval_tfrecords=Field(None, (str, type(None)), "Held-out shard glob for "
                          "evaluation; default: the train glob."),
-    vocab_file=Field(None, (str, type(None)), "Default <data-dir>/vocab.txt."),
+    vocab_file=Field(None, (str, type(None)), "A vocab.txt or SentencePiece "
+                     ".model; default the data dir's (util/vocab_layout.py)."),
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
     init_checkpoint=Field(None, (str, type(None)), "Warm start: a "
@@ -219,7 +221,8 @@ _FINETUNE_FIELDS = dict(
                                min=1),
     relative_max_distance=Field(128, int, "Must match the pre-trained model.",
                                 min=1),
-    vocab_file=Field(None, (str, type(None)), "Default <data-dir>/vocab.txt."),
+    vocab_file=Field(None, (str, type(None)), "A vocab.txt or SentencePiece "
+                     ".model; default the data dir's (util/vocab_layout.py)."),
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
 )
@@ -232,22 +235,8 @@ FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.",
                                      min=1)
 
 
-def implied_vocab_size(hparams, vocab_file):
-  """{"vocab_size": lines of vocab_file} unless hparams set it (checked).
-
-  Returns {} when the file is missing (the caller reports that) or hparams
-  already hold the right size; raises ConfigError when they disagree.
-  """
-  if not io_utils.exists(vocab_file):
-    return {}
-  size = len(vocab_fingerprint.tokens(vocab_file))
-  if "vocab_size" not in hparams:
-    return {"vocab_size": size}
-  if hparams["vocab_size"] != size:
-    raise ConfigError("hparam vocab_size is %r but %s has %d tokens; set "
-                      "\"vocab_size\": %d or drop it to take the vocab's." %
-                      (hparams["vocab_size"], vocab_file, size, size))
-  return {}
+# {"vocab_size": the vocabulary's size} unless hparams set it (checked).
+implied_vocab_size = vocab_layout.implied_vocab_size
 
 
 class _Config(HParams):
@@ -261,8 +250,8 @@ class _Config(HParams):
   adopted_from = None
 
   def _derive(self):
-    self.vocab_file = self.vocab_file or os.path.join(self.data_dir,
-                                                      "vocab.txt")
+    self.vocab_file = (self.vocab_file or
+                       vocab_layout.data_dir_vocabulary(self.data_dir))
     self.model_dir = self.model_dir or os.path.join(self.data_dir, "models",
                                                     self.model_name)
     self.model_hparams, self.embedding_size = transformer_hparams.resolve(
@@ -286,8 +275,9 @@ class _Config(HParams):
   def _derived_dict(self):
     derived = dict(model_hparams=self.model_hparams)
     if io_utils.is_file(self.vocab_file):
-      derived["vocab_fingerprint"] = vocab_fingerprint.fingerprint(
-          self.vocab_file)
+      derived.update(vocab_kind=vocab_layout.kind(self.vocab_file),
+                     vocab_fingerprint=vocab_fingerprint.fingerprint(
+                         self.vocab_file))
     if self.adopted_from:
       derived["adopted_from"] = self.adopted_from
     return derived

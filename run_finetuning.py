@@ -28,7 +28,8 @@ from util.cli import run_main
 def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--data-dir", required=True,
-                      help="Holds finetuning_data/, vocab.txt and models/.")
+                      help="Holds finetuning_data/, vocab.txt or "
+                      "sentencepiece.model, and models/.")
   parser.add_argument("--model-name", required=True,
                       help="Name of the pre-trained model (D/models/<name>).")
   parser.add_argument("--hparams", default=None,

@@ -3,7 +3,8 @@
   python run_pretraining.py --data-dir D --model-name M [--hparams JSON|path]
 
 Reads `D/pretrain_tfrecords/pretrain_data.tfrecord*` (and, for evaluation,
-`D/pretrain_tfrecords/heldout_data.tfrecord*` when present) and `D/vocab.txt`;
+`D/pretrain_tfrecords/heldout_data.tfrecord*` when present) and the
+vocabulary, `D/vocab.txt` or `D/sentencepiece.model` (util/vocab_layout.py);
 writes checkpoints, TensorBoard summaries, `config.json` and `results/` under
 `D/models/M`. Re-running the same command resumes from the last checkpoint.
 With hparam `init_checkpoint` the model's sizes and vocabulary are the
@@ -44,8 +45,8 @@ def build_config(data_dir, model_name, hparams):
   config = configure.PretrainingConfig(model_name, data_dir, **hparams)
   if not io_utils.exists(config.vocab_file):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
-                    "put vocab.txt in the data directory)." %
-                    config.vocab_file)
+                    "put a vocab.txt or sentencepiece.model in the data "
+                    "directory)." % config.vocab_file)
   implied = configure.implied_vocab_size(hparams, config.vocab_file)
   heldout = os.path.join(data_dir, "pretrain_tfrecords",
                          "heldout_data.tfrecord*")
@@ -61,7 +62,8 @@ def build_config(data_dir, model_name, hparams):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--data-dir", required=True,
-                      help="Holds vocab.txt, pretrain_tfrecords/, models/.")
+                      help="Holds vocab.txt or sentencepiece.model, "
+                      "pretrain_tfrecords/, models/.")
   parser.add_argument("--model-name", required=True,
                       help="The model's directory under <data-dir>/models/.")
   parser.add_argument("--hparams", default="{}",

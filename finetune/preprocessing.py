@@ -17,10 +17,10 @@ PADDING_INDEX = -1
 
 
 def build_tokenizer(config):
-  """The project's WordPiece tokenizer of `config.vocab_file`, checked
-  against the model's vocab_size."""
-  tokenizer = tokenization.create_tokenizer(
-      vocab_file=config.vocab_file, do_lower_case=config.do_lower_case)
+  """The project's tokenizer of `config.vocab_file` (a WordPiece vocab.txt
+  or a SentencePiece model: `tokenization.tokenizer_for`), checked against
+  the model's vocab_size."""
+  tokenizer = tokenization.tokenizer_for(config)
   if len(tokenizer.vocab) > config.vocab_size:
     raise UserError("vocabulary %s has %d entries but the model's vocab_size "
                     "is %d; set hparam 'vocab_size' to %d." % (

@@ -9,9 +9,10 @@ fine-tuning, fine-tuning's default: the pre-trained model of
     activation, and the generator's width, depth, FFN and heads; how the
     networks share tables and the casing, where the user set nothing; our
     own runs' relative position settings;
-  * its vocab.txt: copied to `<data-dir>/vocab.txt` when the data directory
-    has none (one line says so), an error naming both files when the data
-    directory's (or hparam `vocab_file`) holds other tokens.
+  * its vocabulary (a vocab.txt, or our own runs' sentencepiece.model):
+    copied to `<data-dir>/vocab.txt` (`sentencepiece.model`) when the data
+    directory has none (one line says so), an error naming both files when
+    the data directory's (or hparam `vocab_file`) holds other tokens.
 A size the user set that contradicts the source is an error naming both
 values; one line "adopted from SOURCE: key=value, ..." lists what came from
 the source, and the config records it (`adopted_from`, saved in config.json).
@@ -24,6 +25,7 @@ from interop.safetensors_io import copy_atomic
 from model import checkpoints
 from util import io_utils
 from util import vocab_fingerprint
+from util import vocab_layout
 from util.errors import UserError
 from util.hparams import ConfigError
 
@@ -128,13 +130,18 @@ def _adopt_vocab(config, user, found, log):
   if theirs is None or ours == theirs:
     return
   if io_utils.is_file(ours):
-    if vocab_fingerprint.tokens(ours) != vocab_fingerprint.tokens(theirs):
+    if (vocab_fingerprint.fingerprint(ours) !=
+        vocab_fingerprint.fingerprint(theirs)):
       raise UserError(
           "%s holds other tokens than the source's vocabulary %s (the "
           "source's token ids would mean other words). Use the source's "
-          "vocab.txt (remove %s to have it copied there), or another "
-          "source." % (ours, theirs, ours))
+          "%s (remove %s to have it copied there), or another source." % (
+              ours, theirs, posixpath.basename(theirs), ours))
   elif "vocab_file" not in user:  # A missing hparam file is reported later.
+    # The data directory's file of the source's kind (util/vocab_layout.py).
+    ours = posixpath.join(config.data_dir, vocab_layout.SENTENCEPIECE_FILE
+                          if vocab_layout.is_sentencepiece(theirs) else
+                          vocab_layout.WORDPIECE_FILE)
     copy_atomic(theirs, ours)
     log("vocabulary: copied the source's %s to %s" % (theirs, ours))
 
@@ -159,7 +166,7 @@ def _check_vocab_size(config, adopted, found):
   """The source's vocab_size against the lines of the vocab file used."""
   if "vocab_size" not in adopted or not io_utils.is_file(config.vocab_file):
     return
-  size = len(vocab_fingerprint.tokens(config.vocab_file))
+  size = vocab_layout.vocabulary_size(config.vocab_file)
   if size != config.vocab_size:
     raise UserError("%s has vocab_size %d but %s has %d tokens%s." % (
         found["description"], config.vocab_size, config.vocab_file, size,

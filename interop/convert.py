@@ -11,6 +11,7 @@ TF1 sources (no file written, nothing logged); `pretraining_config` builds
 the config of a run of ours from its saved and the user's hparams.
 """
 
+import itertools
 import posixpath
 
 import numpy as np
@@ -21,6 +22,7 @@ from interop import loader
 from model import checkpoints
 from model import saved_config
 from util import io_utils
+from util import vocab_layout
 from util.errors import UserError
 
 _ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -73,12 +75,15 @@ def _tying_hparams(tensors):
 
 
 def _tokenizer_files(source):
-  """(vocab.txt, do_lower_case or None) beside an HF or TF1 source."""
+  """(vocabulary, do_lower_case or None) beside an HF or TF1 source: its
+  vocab.txt, or the sentencepiece.model our HF export writes."""
   directory = (source if io_utils.is_dir(source) else
                posixpath.dirname(source))
-  for folder in (directory, posixpath.join(directory, "discriminator"),
-                 posixpath.join(directory, "generator")):
-    vocab = posixpath.join(folder, "vocab.txt")
+  for folder, name in itertools.product(
+      (directory, posixpath.join(directory, "discriminator"),
+       posixpath.join(directory, "generator")),
+      (vocab_layout.WORDPIECE_FILE, vocab_layout.SENTENCEPIECE_FILE)):
+    vocab = posixpath.join(folder, name)
     if io_utils.is_file(vocab):
       settings = posixpath.join(folder, "tokenizer_config.json")
       lower = (io_utils.read_json(settings).get("do_lower_case")

@@ -1,5 +1,9 @@
 """Tokenizers: BERT WordPiece through tensorflow-text, and SentencePiece.
 
+`tokenizer_for(vocab file, data directory or config)` is the one way in:
+it gives the tokenizer of whichever kind of vocabulary it finds, with one
+API, so callers never ask which kind it is.
+
 `WordPieceTokenizer` reproduces the original BERT `FullTokenizer` (tokens and
 ids) but runs the word splitting and WordPiece search in tensorflow-text's
 `FastWordpieceTokenizer`, tens of times faster. The text normalization
@@ -17,6 +21,7 @@ from tensorflow_text.core.pybinds import (
 from model.bert_text import BertNormalizer
 from model.bert_text import bert_words
 from util import io_utils
+from util import vocab_layout
 from util.errors import UserError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -145,6 +150,8 @@ class WordPieceTokenizer(_Tokenizer):
       builder's workers).
   """
 
+  kind = "wordpiece"
+
   def __init__(self, vocab_file, do_lower_case=True, strip_accents=None,
                single_thread=False):
     self._init_vocab(load_vocab(vocab_file))
@@ -212,6 +219,10 @@ class WordPieceTokenizer(_Tokenizer):
     return fn
 
 
+_SENTENCEPIECE_FIX = ("as pieces: build_vocab.py --model-type unigram or bpe "
+                      "trains a SentencePiece model with them")
+
+
 class SentencePieceTokenizer(_Tokenizer):
   """A SentencePiece model with the same interface as WordPieceTokenizer.
 
@@ -221,6 +232,8 @@ class SentencePieceTokenizer(_Tokenizer):
   --unk_piece=[UNK]`). The model's own normalization applies; there is no
   lower-casing option.
   """
+
+  kind = "sentencepiece"
 
   def __init__(self, model_file, single_thread=False):
     import sentencepiece as spm  # pylint: disable=g-import-not-at-top
@@ -234,11 +247,9 @@ class SentencePieceTokenizer(_Tokenizer):
       raise UserError("cannot load sentencepiece model %s: %s" %
                       (model_file, e)) from None
     vocab = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
-    _check_special_tokens(
-        model_file, vocab, "as pieces: build_vocab.py --model-type unigram "
-        "or bpe trains a SentencePiece model with them")
+    _check_special_tokens(model_file, vocab, _SENTENCEPIECE_FIX)
     self._init_vocab(vocab)
-    self.model_file = model_file
+    self.model_file = self.vocab_file = model_file
     self._sp = sp
     self._sp_unk_id = sp.unk_id()
     self._single_thread = single_thread
@@ -285,13 +296,53 @@ class SentencePieceTokenizer(_Tokenizer):
 def create_tokenizer(vocab_file=None, sentencepiece_model=None,
                      do_lower_case=True, strip_accents=None,
                      single_thread=False):
-  """A SentencePieceTokenizer if `sentencepiece_model`, else WordPiece."""
-  if sentencepiece_model:
-    return SentencePieceTokenizer(sentencepiece_model,
-                                  single_thread=single_thread)
-  if not vocab_file:
+  """A SentencePieceTokenizer if `sentencepiece_model`, else the tokenizer of
+  `vocab_file` (either kind, `tokenizer_for`)."""
+  if not (vocab_file or sentencepiece_model):
     raise UserError("give a vocab file (--vocab-file) or a sentencepiece "
                     "model (--sentencepiece-model).")
-  return WordPieceTokenizer(vocab_file, do_lower_case=do_lower_case,
+  return tokenizer_for(sentencepiece_model or vocab_file, do_lower_case,
+                       strip_accents, single_thread)
+
+
+def tokenizer_for(source, do_lower_case=True, strip_accents=None,
+                  single_thread=False):
+  """The project's tokenizer of a vocabulary, whichever kind it is.
+
+  Args:
+    source: a vocabulary file (a WordPiece vocab.txt or a SentencePiece
+      `.model`), a data directory (its vocabulary: util/vocab_layout.py),
+      or a config (`configure.PretrainingConfig`, `FinetuningConfig`): its
+      `vocab_file` and `do_lower_case`, which then replace the argument.
+    do_lower_case, strip_accents: WordPiece only (a SentencePiece model
+      normalizes text by its own rules).
+    single_thread: see WordPieceTokenizer.
+  Returns:
+    a WordPieceTokenizer or a SentencePieceTokenizer; both have `kind`
+    ("wordpiece" or "sentencepiece"), `vocab_file`, the special ids and
+    the encode/tokenize API of `_Tokenizer`.
+  Raises:
+    UserError: the vocabulary is missing, unreadable or lacks the special
+      tokens, or the data directory holds both kinds.
+  """
+  path = source
+  if hasattr(source, "vocab_file"):
+    path, do_lower_case = source.vocab_file, source.do_lower_case
+  elif io_utils.is_dir(source):
+    path = vocab_layout.data_dir_vocabulary(source)
+  if vocab_layout.is_sentencepiece(path):
+    return SentencePieceTokenizer(path, single_thread=single_thread)
+  return WordPieceTokenizer(path, do_lower_case=do_lower_case,
                             strip_accents=strip_accents,
                             single_thread=single_thread)
+
+
+def load_vocabulary(path):
+  """{token: id} of a vocabulary of either kind (a vocab.txt's tokens, a
+  SentencePiece model's pieces), checked for SPECIAL_TOKENS."""
+  if not vocab_layout.is_sentencepiece(path):
+    return load_vocab(path)
+  pieces = vocab_layout.sentencepiece_pieces(path)
+  vocab = {piece: i for i, piece in enumerate(pieces)}
+  _check_special_tokens(path, vocab, _SENTENCEPIECE_FIX)
+  return vocab

@@ -49,12 +49,13 @@ _RNG_ALG = "philox"
 
 
 def read_special_ids(vocab_file):
-  """Returns {token: id} for `tokenization.SPECIAL_TOKENS` of a vocab.txt.
+  """Returns {token: id} for `tokenization.SPECIAL_TOKENS` of a vocab.txt or
+  a SentencePiece model.
 
   Raises:
     UserError: the vocab is missing or lacks a special token (names it).
   """
-  vocab = tokenization.load_vocab(vocab_file)
+  vocab = tokenization.load_vocabulary(vocab_file)
   return {token: vocab[token] for token in tokenization.SPECIAL_TOKENS}
 
 

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from util import io_utils
 from util import vocab_fingerprint
+from util import vocab_layout
 from util.errors import UserError
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -99,8 +100,9 @@ def check_shards(files, max_seq_length, hparam="pretrain_tfrecords"):
 
 def check_vocabulary(files, vocab_file, hparam="pretrain_tfrecords"):
   """Refuses shards whose manifest.json (beside them, when the builder
-  wrote one) records another vocabulary than `vocab_file`: by fingerprint,
-  or for older manifests by size. Their ids would mean other tokens."""
+  wrote one) records another vocabulary than `vocab_file` (a vocab.txt or
+  a SentencePiece model): by fingerprint, or for older manifests by size.
+  Their ids would mean other tokens."""
   manifest_path = posixpath.join(posixpath.dirname(files[0]),
                                  "manifest.json")
   if not io_utils.is_file(manifest_path):
@@ -116,19 +118,21 @@ def check_vocabulary(files, vocab_file, hparam="pretrain_tfrecords"):
         recorded, vocab_file, ours)
   else:
     size = settings.get("vocab_size")
-    if size is None or vocab_file.endswith(".model"):
+    if size is None:
       return
-    ours = len(vocab_fingerprint.tokens(vocab_file))
+    ours = vocab_layout.vocabulary_size(vocab_file)
     if ours == size:
       return
     what = "a vocabulary of %d tokens (%s has %d)" % (size, vocab_file, ours)
   raise UserError(
       "the shards of hparam %r (%s) were built with %s%s: their token ids "
       "would mean other tokens. Rebuild them with build_pretraining_dataset.py "
-      "--vocab-file %s, or train with the vocabulary they were built with "
+      "%s %s, or train with the vocabulary they were built with "
       "(hparam 'vocab_file')." % (
           hparam, manifest_path, what,
-          " from %s" % theirs if theirs else "", vocab_file))
+          " from %s" % theirs if theirs else "",
+          "--sentencepiece-model" if vocab_layout.is_sentencepiece(vocab_file)
+          else "--vocab-file", vocab_file))
 
 
 def _check_example(path, serialized, max_seq_length):

@@ -5,12 +5,18 @@ A data directory holds a WordPiece `vocab.txt` or a SentencePiece
 vocabulary, and with two in one place nothing says which one the shards
 were built with. build_vocab.py refuses to write the second one, and the
 dataset builder refuses to read either from a directory that holds both.
+Pre-training, fine-tuning and the exports read the data directory's
+vocabulary, whichever kind it is (`data_dir_vocabulary`), and so does
+model/tokenization.py's `tokenizer_for`.
 """
 
+import os
 import posixpath
 
 from util import io_utils
+from util import vocab_fingerprint
 from util.errors import UserError
+from util.hparams import ConfigError
 
 WORDPIECE_FILE = "vocab.txt"
 SENTENCEPIECE_FILE = "sentencepiece.model"
@@ -45,3 +51,65 @@ def check_one_vocabulary(path, flag):
         "WordPiece %s or a SentencePiece %s, never both (nothing would say "
         "which one token ids mean). Move or remove one of them." % (
             flag, path, other_path, WORDPIECE_FILE, SENTENCEPIECE_FILE))
+
+
+def data_dir_vocabulary(data_dir):
+  """The vocabulary file of a data directory, by the rule above: its
+  `sentencepiece.model` when it holds one, else its `vocab.txt` (which may
+  not exist yet). Both is a UserError naming them."""
+  sentencepiece = posixpath.join(data_dir, SENTENCEPIECE_FILE)
+  # A local path is looked at without TensorFlow, which configs (built
+  # before it loads, to report bad hparams at once) must not import.
+  if (os.path.exists(sentencepiece) if "://" not in data_dir else
+      io_utils.exists(sentencepiece)):
+    check_one_vocabulary(sentencepiece, "the data directory's vocabulary")
+    return sentencepiece
+  return posixpath.join(data_dir, WORDPIECE_FILE)
+
+
+def kind(path):
+  """"sentencepiece" or "wordpiece": the kind of vocabulary `path` is."""
+  return "sentencepiece" if is_sentencepiece(path) else "wordpiece"
+
+
+def sentencepiece_pieces(path):
+  """The pieces of a SentencePiece model, in id order (list of str).
+
+  Raises UserError when the file is missing or not a SentencePiece model.
+  """
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  try:
+    processor = spm.SentencePieceProcessor(
+        model_proto=io_utils.read_bytes(path))
+  except FileNotFoundError:
+    raise UserError("sentencepiece model %s does not exist." % path) from None
+  except (OSError, RuntimeError) as e:
+    raise UserError("cannot load sentencepiece model %s: %s" %
+                    (path, e)) from None
+  return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+
+
+def vocabulary_size(path):
+  """Token ids `path` defines: the pieces of a SentencePiece model, the
+  tokens of a vocab.txt (its non-blank lines)."""
+  if is_sentencepiece(path):
+    return len(sentencepiece_pieces(path))
+  return len(vocab_fingerprint.tokens(path))
+
+
+def implied_vocab_size(hparams, vocab_file):
+  """{"vocab_size": tokens (or pieces) of vocab_file} unless hparams set it.
+
+  Returns {} when the file is missing (the caller reports that) or hparams
+  already hold the right size; raises ConfigError when they disagree.
+  """
+  if not io_utils.exists(vocab_file):
+    return {}
+  size = vocabulary_size(vocab_file)
+  if "vocab_size" not in hparams:
+    return {"vocab_size": size}
+  if hparams["vocab_size"] != size:
+    raise ConfigError("hparam vocab_size is %r but %s has %d tokens; set "
+                      "\"vocab_size\": %d or drop it to take the vocab's." %
+                      (hparams["vocab_size"], vocab_file, size, size))
+  return {}

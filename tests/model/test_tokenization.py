@@ -3,11 +3,13 @@ and the vocabulary builder."""
 
 import os
 import random
+import shutil
 
 import pytest
 
 from model import tokenization
 from util.errors import UserError
+from tests import finetune_fixtures as ff
 from tests import paths
 
 FIXTURES = paths.FIXTURES
@@ -201,3 +203,34 @@ def test_sentencepiece_without_special_tokens(tmp_path):
     tokenization.SentencePieceTokenizer(model)
   with pytest.raises(UserError, match="does not exist"):
     tokenization.SentencePieceTokenizer(str(tmp_path / "none.model"))
+
+
+def test_tokenizer_for_takes_a_file_a_data_dir_or_a_config(tmp_path):
+  model = _train_sentencepiece(tmp_path, "sp")
+  sp_dir, wp_dir = tmp_path / "sp_data", tmp_path / "wp_data"
+  sp_dir.mkdir()
+  wp_dir.mkdir()
+  shutil.copy(model, sp_dir / "sentencepiece.model")
+  shutil.copy(VOCAB, wp_dir / "vocab.txt")
+  for source in (model, str(sp_dir)):
+    tok = tokenization.tokenizer_for(source)
+    assert tok.kind == "sentencepiece" and tok.vocab_size == 300
+  for source in (VOCAB, str(wp_dir)):
+    tok = tokenization.tokenizer_for(source, do_lower_case=False)
+    assert tok.kind == "wordpiece" and not tok.do_lower_case
+  config = ff.tiny_config(data_dir=sp_dir, vocab_file=None, vocab_size=300)
+  assert config.vocab_file == str(sp_dir / "sentencepiece.model")
+  tok = tokenization.tokenizer_for(config)
+  assert tok.kind == "sentencepiece" and tok.vocab_file == config.vocab_file
+  tok = tokenization.tokenizer_for(ff.tiny_config())  # The fixtures' vocab.txt.
+  assert tok.kind == "wordpiece" and tok.do_lower_case
+  assert tokenization.load_vocabulary(model) == tokenization.tokenizer_for(
+      model).vocab
+
+
+def test_a_data_dir_with_both_vocabularies_is_refused(tmp_path):
+  model = _train_sentencepiece(tmp_path, "sp")
+  shutil.copy(model, tmp_path / "sentencepiece.model")
+  shutil.copy(VOCAB, tmp_path / "vocab.txt")
+  with pytest.raises(UserError, match="vocab.txt is beside it"):
+    tokenization.tokenizer_for(str(tmp_path))
