@@ -1,43 +1,110 @@
-"""Replacement samplers as objects, and the registry of their names.
+"""Replacement samplers as objects, the types they exchange with the
+pre-trainer, and the registry of their names.
 
 A sampler (config `sampling`) says how the replacement x'_t is drawn and,
-when it learns, how its sampling head trains (docs/method.md §4-§9):
+when it learns, how its sampling head trains (docs/method.md §4-§9). The
+pre-trainer (model/models/pretrainer.py) hands it named tuples, in order:
 
-  log_probs(log_pg, scores, original_ids)
-      the draw distribution, [batch, P, vocab] float32 log-probabilities;
-      up to a constant per position when `draws_normalised` is false.
-  sample_log_prob(terms)
-      log p(x'_t) of the draw at the drawn token, [batch, P], read from
-      `head_terms`' dict `terms` (only when `draws_normalised` is false).
-  head_terms(scores, scores_at, sampled, original_ids,
-             disc_logits_at_masked, generator_log_prob)
-      per-position [batch, P] tensors of the forward pass: what the head's
-      loss needs, and `est_log_disc_loss`, the log of the sampler's
-      estimate of D's loss at the placed token, up to a constant per
-      position (docs/method.md §13.2). Empty unless it learns.
-      `scores` are the head's u_t [batch, P, vocab]; `scores_at(ids)` gives
-      u_t at ids [batch, P] with a gradient of one table row per position
-      (the cheap path when the loss reads u_t at one token only).
-  head_loss(out, weights)
-      the head's loss per position [batch, P] from the forward pass's dict
-      `out`, or None. May take batch-wide (cross-replica) sums when
-      `normalises_over_batch`: the model's `objective`, not its `forward`,
-      calls it.
+  draw(SamplerInputs, disallow_correct) -> Draw
+      the distribution to draw x'_t from, [batch, P, vocab].
+  drawn_terms(SamplerInputs, Draw, sampled, disc_logits) -> DrawnTerms
+      its terms at the drawn tokens x'_t [batch, P], once D has scored
+      them: log p_sample(x'_t), its estimate of D's loss there, and its
+      head's per-position term (in the pre-trainer's `forward`).
+  head_loss(HeadLossInputs) -> [batch, P] or None
+      the head's loss per position. May take batch-wide (cross-replica)
+      sums when `normalises_over_batch`: the pre-trainer's `objective`,
+      not its `forward`, calls it.
 
 Class attributes: `name`, `drawn_from` (the distribution it draws from,
 as the evaluation's keys name it: "pG", "uniform" or "pS"), `learns` (has
-a sampling head),
-`normalises_over_batch` (its head loss self-normalises weights over the
-global batch), `draws_normalised` (`log_probs` is normalised; else the
-Gumbel-max draw, which needs no normaliser, skips a log-softmax over the
-vocabulary, and `sample_log_prob` gives the drawn token's log-prob).
-Everything here runs in float32; the draw distributions are stop-gradient.
+a sampling head), `normalises_over_batch` (its head loss self-normalises
+weights over the global batch), `draws_normalised` (`log_probs` is
+normalised; else the Gumbel-max draw, which needs no normaliser, skips a
+log-softmax over the vocabulary, and `drawn_terms` gives the drawn
+token's log-prob). `WarmupSampler` wraps a sampler: p_G's draws for the
+first steps, the wrapped sampler's after. Everything here runs in
+float32; the draw distributions are stop-gradient.
 """
+
+from typing import Callable, NamedTuple, Optional
 
 import tensorflow as tf
 
 from model import losses
 from model import sampling
+
+
+class SamplerInputs(NamedTuple):
+  """What a sampler reads of the generator, at the masked positions.
+
+  log_pg: log p_G at the temperature, [batch, P, vocab] float32,
+    stop-gradient.
+  original_ids: the original tokens x_t, [batch, P] int32.
+  scores: the sampling head's u_t, [batch, P, vocab] float32; None
+    without a sampling head.
+  scores_at: ids [batch, P] -> u_t at ids, [batch, P] float32, with a
+    gradient of one table row per position (the cheap path when a loss
+    reads u_t at one token only); None without a sampling head.
+  step: the global step, a scalar (the warm-up reads it).
+  """
+  log_pg: tf.Tensor
+  original_ids: tf.Tensor
+  scores: Optional[tf.Tensor] = None
+  scores_at: Optional[Callable[[tf.Tensor], tf.Tensor]] = None
+  step: object = 0
+
+
+class Draw(NamedTuple):
+  """What a sampler returns for the draw.
+
+  log_probs: [batch, P, vocab] float32, stop-gradient: log p_sample, or
+    log p_sample up to a constant per position when not `normalised`
+    (the Gumbel-max draw does not need the normaliser).
+  normalised: a Python bool.
+  """
+  log_probs: tf.Tensor
+  normalised: bool
+
+  def normalise(self):
+    """This draw with normalised log-probs (one log-softmax if needed)."""
+    if self.normalised:
+      return self
+    return Draw(tf.nn.log_softmax(self.log_probs, axis=-1), True)
+
+
+class DrawnTerms(NamedTuple):
+  """A sampler's terms at the drawn tokens x'_t, [batch, P] float32 each.
+
+  sample_log_prob: log p_sample(x'_t), the log-prob of the distribution
+    actually drawn from (stop-gradient).
+  est_log_disc_loss: the log of the sampler's estimate of D's loss at
+    x'_t, up to a constant per position (docs/method.md §13.2);
+    stop-gradient, 0 without a sampling head.
+  head_term: the head's differentiable term per position: its whole
+    loss when that needs no batch-wide sum (HP-Loss's BCE with D's
+    verdict, read through stop-gradient), else what the loss reweights
+    (HP-Dist's log p_S(x'_t)); None without a sampling head.
+  """
+  sample_log_prob: tf.Tensor
+  est_log_disc_loss: tf.Tensor
+  head_term: Optional[tf.Tensor] = None
+
+
+class HeadLossInputs(NamedTuple):
+  """What a sampling head's loss needs, [batch, P] float32 each.
+
+  head_term, sample_log_prob: the sampler's `DrawnTerms`.
+  generator_log_prob: log p_G(x'_t).
+  disc_loss: D's loss L_D(x'_t) (HP-Dist's importance weights read it
+    only through stop-gradient).
+  weights: `masked_lm_weights`, 1 for a real prediction, 0 for padding.
+  """
+  head_term: Optional[tf.Tensor]
+  sample_log_prob: tf.Tensor
+  generator_log_prob: tf.Tensor
+  disc_loss: tf.Tensor
+  weights: tf.Tensor
 
 
 class Sampler(object):
@@ -54,21 +121,37 @@ class Sampler(object):
     return cls()
 
   def log_probs(self, log_pg, scores, original_ids):
+    """The draw distribution, [batch, P, vocab] float32 log-probs; up to a
+    constant per position when `draws_normalised` is false."""
     raise NotImplementedError
 
-  def head_terms(self, scores, scores_at, sampled, original_ids,
-                 disc_logits_at_masked, generator_log_prob):
-    del scores, scores_at, sampled, original_ids, disc_logits_at_masked
-    del generator_log_prob
-    return {}
+  def draw(self, inputs, disallow_correct=False):
+    """The `Draw` of `SamplerInputs`; never x_t with `disallow_correct`
+    (the original's log-prob -1e9, renormalised)."""
+    log_p = self.log_probs(inputs.log_pg, inputs.scores, inputs.original_ids)
+    if disallow_correct:
+      return Draw(sampling.forbid_original(log_p, inputs.original_ids), True)
+    return Draw(log_p, self.draws_normalised)
 
-  def head_loss(self, out, weights):
-    del out, weights
+  def drawn_terms(self, inputs, draw, sampled, disc_logits):
+    """`DrawnTerms` at `sampled` [batch, P] int32, drawn from `draw`;
+    `disc_logits` [batch, P] are D's z_t at the masked positions."""
+    del inputs, disc_logits
+    sample_log_prob = _normalised_log_prob(draw, sampled, self.name)
+    return DrawnTerms(sample_log_prob, tf.zeros_like(sample_log_prob))
+
+  def head_loss(self, inputs):
+    """The head's loss per position [batch, P] from `HeadLossInputs`, or
+    None without a head."""
+    del inputs
     return None
 
-  def sample_log_prob(self, terms):
-    del terms
-    raise NotImplementedError("%s draws normalised log-probs." % self.name)
+
+def _normalised_log_prob(draw, sampled, name):
+  """log p_sample at `sampled` [batch, P] of a normalised `Draw`."""
+  if not draw.normalised:
+    raise ValueError("%s needs a normalised draw" % name)
+  return sampling.gather_vocab(draw.log_probs, sampled)
 
 
 class GeneratorSampler(Sampler):
@@ -145,18 +228,17 @@ class HPLossSampler(Sampler):
         log_pg + tf.math.log(tf.maximum(estimate, self.min_estimate)),
         axis=-1)
 
-  def head_terms(self, scores, scores_at, sampled, original_ids,
-                 disc_logits_at_masked, generator_log_prob):
+  def drawn_terms(self, inputs, draw, sampled, disc_logits):
     # Its loss reads u_t at x'_t only: the one-row gradient path.
-    at_sampled = scores_at(sampled)
-    return dict(
-        sampling_loss_per_pos=losses.hp_loss_sampling_loss(
-            at_sampled, disc_logits_at_masked),
+    at_sampled = inputs.scores_at(sampled)
+    return DrawnTerms(
+        sample_log_prob=_normalised_log_prob(draw, sampled, self.name),
         est_log_disc_loss=tf.stop_gradient(hp_loss_log_estimate(
-            at_sampled, tf.equal(sampled, original_ids))))
+            at_sampled, tf.equal(sampled, inputs.original_ids))),
+        head_term=losses.hp_loss_sampling_loss(at_sampled, disc_logits))
 
-  def head_loss(self, out, weights):
-    return out["sampling_loss_per_pos"]
+  def head_loss(self, inputs):
+    return inputs.head_term
 
 
 class HPDistSampler(Sampler):
@@ -180,30 +262,69 @@ class HPDistSampler(Sampler):
     return cls(config.hp_dist_weight_clip)
 
   def log_probs(self, log_pg, scores, original_ids):
-    # u_t itself: log p_S up to logsumexp(u_t), which `head_terms` takes.
+    # u_t itself: log p_S up to logsumexp(u_t), which `drawn_terms` takes.
     return tf.stop_gradient(tf.cast(scores, tf.float32))
 
-  def sample_log_prob(self, terms):
-    return tf.stop_gradient(terms["sampling_head_log_prob"])
-
-  def head_terms(self, scores, scores_at, sampled, original_ids,
-                 disc_logits_at_masked, generator_log_prob):
+  def drawn_terms(self, inputs, draw, sampled, disc_logits):
+    del disc_logits  # Its loss reads D's loss, in `head_loss`.
     # log p_S(x'_t) through the fused cross-entropy kernel: its gradient
     # softmax(u_t) - one_hot is taken in the forward pass.
-    log_ps = losses.log_prob_at(scores, sampled)
+    log_ps = losses.log_prob_at(inputs.scores, sampled)
     # p_S / p_G = L^_D / Z^_t, proportional to the estimated L_D within a
     # position (docs/method.md §13.2). Kept as a log: the ratio itself
     # overflows float32 beyond a log-ratio of about 88.
-    return dict(sampling_head_log_prob=log_ps,
-                est_log_disc_loss=tf.stop_gradient(
-                    log_ps - generator_log_prob))
+    est = log_ps - sampling.gather_vocab(inputs.log_pg, sampled)
+    return DrawnTerms(
+        sample_log_prob=(
+            sampling.gather_vocab(draw.log_probs, sampled)
+            if draw.normalised else tf.stop_gradient(log_ps)),
+        est_log_disc_loss=tf.stop_gradient(est), head_term=log_ps)
 
-  def head_loss(self, out, weights):
+  def head_loss(self, inputs):
     importance = losses.hp_dist_weights(
-        out["generator_log_prob"], out["sample_log_prob"],
-        out["actual_disc_loss"], weights, self.weight_clip)
-    return losses.hp_dist_sampling_loss(out["sampling_head_log_prob"],
-                                        importance)
+        inputs.generator_log_prob, inputs.sample_log_prob, inputs.disc_loss,
+        inputs.weights, self.weight_clip)
+    return losses.hp_dist_sampling_loss(inputs.head_term, importance)
+
+
+class WarmupSampler(Sampler):
+  """`inner` after a warm-up: p_G's draws for the first `steps` global
+  steps (`SamplerInputs.step`), `inner`'s after; `inner`'s head (and
+  loss) throughout, so a learned head trains from step 0. Its draws are
+  normalised: `sample_log_prob` is log p_G(x'_t) during the warm-up.
+
+  Args: inner: a `Sampler`; steps: the warm-up's length (a Python int).
+  """
+
+  draws_normalised = True
+
+  def __init__(self, inner, steps):
+    self.inner = inner
+    self.steps = steps
+    for attribute in ("name", "drawn_from", "learns",
+                      "normalises_over_batch"):
+      setattr(self, attribute, getattr(inner, attribute))
+
+  def draw(self, inputs, disallow_correct=False):
+    after = self.inner.draw(inputs, disallow_correct).normalise()
+    during = GeneratorSampler().draw(inputs, disallow_correct)
+    in_warmup = tf.cast(inputs.step, tf.int64) < self.steps
+    return Draw(tf.where(in_warmup, during.log_probs, after.log_probs), True)
+
+  def drawn_terms(self, inputs, draw, sampled, disc_logits):
+    return self.inner.drawn_terms(inputs, draw, sampled, disc_logits)
+
+  def head_loss(self, inputs):
+    return self.inner.head_loss(inputs)
+
+
+def with_warmup(sampler, steps):
+  """`sampler` drawing from p_G for its first `steps` steps: a
+  `WarmupSampler`, or `sampler` itself when there is nothing to warm up
+  (no steps, or it draws from p_G anyway)."""
+  if not steps or isinstance(sampler, GeneratorSampler):
+    return sampler
+  return WarmupSampler(sampler, steps)
 
 
 REGISTRY = {cls.name: cls for cls in (GeneratorSampler, UniformSampler,
