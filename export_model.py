@@ -15,13 +15,17 @@ bert_config.json).
 
 `hf` writes OUT/discriminator (ElectraForPreTraining) and OUT/generator
 (ElectraForMaskedLM); `tf1` writes OUT/model.ckpt-<step> with Google's
-variable names, bert_config.json, generator_config.json and vocab.txt;
-`saved_model` writes a SavedModel of the discriminator whose default
+variable names, bert_config.json, generator_config.json and the
+vocabulary; `saved_model` writes a SavedModel of the discriminator whose default
 signature takes raw text (interop/saved_model.py); with `--task NAME` the
 model fine-tuned on that task instead, serving the task's outputs:
 
   python export_model.py --data-dir D --model-name M --task sst \\
       --format saved_model --output OUT [--trial K]
+
+A model whose config.json records a SentencePiece model as its vocab_file
+(pre-trained on a data directory holding sentencepiece.model) is exported
+with that model's tokenizer; no flag is needed.
 
 OUT must be new or empty; `--overwrite` replaces an earlier export there
 (interop/export_dir.py removes only the files exports write).
@@ -40,6 +44,8 @@ import configure  # pylint: disable=g-import-not-at-top
 from model import saved_config
 from util import hparams as hparams_lib
 from util import io_utils
+from util import vocab_fingerprint
+from util import vocab_layout
 from util.errors import UserError
 
 
@@ -76,7 +82,8 @@ def parse_args(argv=None):
                       help="hf and saved_model of a pre-trained model: the "
                       "SentencePiece model its data was built with, "
                       "instead of vocab.txt (hf then writes a fast "
-                      "tokenizer's tokenizer.json).")
+                      "tokenizer's tokenizer.json). Not needed when the "
+                      "model's config.json records it as its vocab_file.")
   return parser.parse_args(argv)
 
 
@@ -99,21 +106,37 @@ def main(argv=None):
   from model import builders
   if args.format in ("hf", "tf1"):
     names.refuse_relative_position(config, args.format)  # Before any work.
-  if args.sentencepiece_model:
-    hf_sentencepiece.load_checked(args.sentencepiece_model, config.vocab_size)
+  sentencepiece_model = sentencepiece_model_of(args.sentencepiece_model, config)
+  if sentencepiece_model:
+    hf_sentencepiece.load_checked(sentencepiece_model, config.vocab_size)
   export_dir.check_output(args.output, args.overwrite)
   model = builders.build_pretrainer_with_variables(config)
   loader.load_into(model, source, log=print)
   if args.format == "hf":
     hf.export_hf(model, config, args.output,
-                 sentencepiece_model=args.sentencepiece_model)
+                 sentencepiece_model=sentencepiece_model)
   elif args.format == "tf1":
     tf1.export_tf1(model, config, args.output)
   else:
     saved_model.export_saved_model(
-        model, config, args.output,
-        sentencepiece_model=args.sentencepiece_model)
+        model, config, args.output, sentencepiece_model=sentencepiece_model)
   return 0
+
+
+def sentencepiece_model_of(flag, config):
+  """The SentencePiece model an export writes: --sentencepiece-model, else
+  the one the model's config records as its vocabulary (None: WordPiece).
+  A flag naming another model than the recorded one is a UserError."""
+  recorded = (config.vocab_file if vocab_layout.is_sentencepiece(
+      config.vocab_file) and io_utils.is_file(config.vocab_file) else None)
+  if flag and recorded and (vocab_fingerprint.fingerprint(flag) !=
+                            vocab_fingerprint.fingerprint(recorded)):
+    raise UserError(
+        "--sentencepiece-model %s is not the SentencePiece model %s the "
+        "model was trained with (its config.json records it; their "
+        "pieces differ): drop the flag to export with the recorded one." % (
+            flag, recorded))
+  return flag or recorded
 
 
 def _check_flags(args):
@@ -126,7 +149,8 @@ def _check_flags(args):
                     "hf and tf1 export pre-trained models.")
   if args.sentencepiece_model and (args.task or args.format == "tf1"):
     raise UserError("--sentencepiece-model applies to pre-trained models "
-                    "exported as hf or saved_model.")
+                    "exported as hf or saved_model (a fine-tuned model is "
+                    "exported with the vocabulary its config.json records).")
 
 
 def _pretrained_source(args, user):

@@ -20,7 +20,7 @@ _HF_FILES = ("config.json", "model.safetensors", "vocab.txt",
 _HF_FOLDERS = ("discriminator", "generator")
 # `tf1.export_tf1`: plus model.ckpt-<step>.{index,data-*}.
 _TF1_FILES = ("checkpoint", "bert_config.json", "generator_config.json",
-              "vocab.txt")
+              "vocab.txt", "sentencepiece.model")
 # `tf.saved_model.save`.
 _SAVED_MODEL = ("saved_model.pb", "fingerprint.pb", "keras_metadata.pb",
                 "variables", "assets")

@@ -59,10 +59,12 @@ class TextEncoder(tf.Module):
 
   Args:
     max_seq_length: the model's sequence length (rows are padded to it).
-    vocab_file: WordPiece vocab.txt (unless `sentencepiece_model`).
+    vocab_file: the vocabulary: a WordPiece vocab.txt or a SentencePiece
+      `.model` (unless `sentencepiece_model`).
     do_lower_case: WordPiece: lower-case and strip accents.
-    sentencepiece_model: a SentencePiece model file instead of vocab_file
-      (its own normalisation applies), with the special tokens as pieces.
+    sentencepiece_model: a SentencePiece model file instead of vocab_file;
+      either way a SentencePiece model's own normalisation applies, and it
+      must hold the special tokens as pieces.
     truncation_rule: how a text too long keeps its tokens
       (finetune/truncation.py RULES).
   """
@@ -76,9 +78,9 @@ class TextEncoder(tf.Module):
     self._max_seq_length = max_seq_length
     self._rule = truncation_rule
     self._sp_unk = None
-    if sentencepiece_model:
+    if python.kind == "sentencepiece":
       self._tokenizer = tf_text.SentencepieceTokenizer(
-          model=io_utils.read_bytes(sentencepiece_model), out_type=tf.int32)
+          model=io_utils.read_bytes(python.vocab_file), out_type=tf.int32)
       # Our tokenizer maps SentencePiece's unknown id to [UNK]'s.
       self._sp_unk = (python.sentencepiece_unk_id, python.unk_id)
     else:

@@ -25,6 +25,7 @@ from interop import names
 from model import checkpoints
 from interop.safetensors_io import copy_atomic
 from util import io_utils
+from util import vocab_layout
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 from util.io_utils import write_text_atomic
@@ -154,7 +155,8 @@ def export_tf1(model, config, output_dir, step=0, log=print):
     config: its `PretrainingConfig` (sizes for the config files).
     step: the value of `global_step`.
   Also writes `bert_config.json` (the discriminator, Google's format),
-  `generator_config.json` and `vocab.txt`. Returns the checkpoint prefix.
+  `generator_config.json` and the vocabulary (`vocab.txt`, or
+  `sentencepiece.model`). Returns the checkpoint prefix.
   """
   names.refuse_relative_position(config, "tf1")
   values = {}
@@ -181,7 +183,10 @@ def export_tf1(model, config, output_dir, step=0, log=print):
                     _bert_config(config.network_hparams("discriminator")))
   write_json_atomic(posixpath.join(output_dir, "generator_config.json"),
                     _bert_config(config.network_hparams("generator")))
-  if io_utils.is_file(config.vocab_file):
-    copy_atomic(config.vocab_file, posixpath.join(output_dir, "vocab.txt"))
+  if io_utils.is_file(config.vocab_file):  # vocab.txt or sentencepiece.model
+    copy_atomic(config.vocab_file, posixpath.join(
+        output_dir, vocab_layout.SENTENCEPIECE_FILE if
+        vocab_layout.is_sentencepiece(config.vocab_file) else
+        vocab_layout.WORDPIECE_FILE))
   log("exported %d tensors -> %s" % (len(values), path))
   return path

@@ -97,6 +97,33 @@ def reference(jobs, tmp_path):
           for job in jobs if job["op"] == "run"}
 
 
+# Serves SavedModels in a process that imports only tensorflow and
+# tensorflow_text: each job {"saved_model", "inputs": {name: [str]},
+# "result"} gets serving_default's outputs saved to its result (.npz).
+_SERVE = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (registers the tokenizer ops)
+for job in json.load(open(sys.argv[1])):
+  served = tf.saved_model.load(job["saved_model"])
+  out = served.signatures["serving_default"](
+      **{k: tf.constant(v) for k, v in job["inputs"].items()})
+  arrays = {k: v.numpy() for k, v in out.items()}
+  np.savez(job["result"], **{  # Strings as unicode: no pickled objects.
+      k: a.astype("U") if a.dtype == object else a for k, a in arrays.items()})
+assert set(sys.modules) & {"tf_keras", "official", "model"} == set()
+"""
+
+
+def serve(jobs, job_file):
+  """Runs each job's serving_default in one fresh process (see _SERVE)."""
+  with open(str(job_file), "w", encoding="utf-8") as f:
+    json.dump(jobs, f)
+  subprocess.run([sys.executable, "-c", _SERVE, str(job_file)], check=True,
+                 timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
 def run_job(cls, folder, inputs, outputs):
   return {"op": "run", "class": cls, "folder": str(folder),
           "inputs": str(inputs), "outputs": str(outputs)}

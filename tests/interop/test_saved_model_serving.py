@@ -12,8 +12,6 @@ is tests/interop/test_interop_export.py's.)
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -26,6 +24,7 @@ from model import tokenization
 from finetune import finetuned_model
 from finetune import runner
 from tests import finetune_fixtures as ff
+from tests import interop_fixtures as ix
 from tests import pretrain_fixtures as pf
 from tests.paths import FIXTURES
 from util.errors import UserError
@@ -33,21 +32,6 @@ from util.errors import UserError
 TASKS = ("sst", "mrpc", "sts", "ner", "squadv2")
 NUM_EXAMPLES = 3
 TOL = 1e-5
-
-_SERVE = """
-import json, sys
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401 (registers the tokenizer ops)
-for job in json.load(open(sys.argv[1])):
-  served = tf.saved_model.load(job["saved_model"])
-  out = served.signatures["serving_default"](
-      **{k: tf.constant(v) for k, v in job["inputs"].items()})
-  arrays = {k: v.numpy() for k, v in out.items()}
-  np.savez(job["result"], **{  # Strings as unicode: no pickled objects.
-      k: a.astype("U") if a.dtype == object else a for k, a in arrays.items()})
-assert set(sys.modules) & {"tf_keras", "official", "model"} == set()
-"""
 
 
 def _first_rows(task, split_data):
@@ -90,13 +74,6 @@ def _expected(model, task, features):
   return dict(probabilities=probs, label_id=np.argmax(probs, -1))
 
 
-def _serve(jobs, job_file):
-  """Runs each job's serving_default in one fresh process."""
-  job_file.write_text(json.dumps(jobs))
-  subprocess.run([sys.executable, "-c", _SERVE, str(job_file)], check=True,
-                 timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-
-
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
   root = tmp_path_factory.mktemp("tasks")
@@ -120,7 +97,7 @@ def exported(tmp_path_factory):
     jobs.append(dict(saved_model=out, result=result,
                      inputs=_texts(task, examples)))
     cases[name] = (result, features, _expected(model, task, features), task)
-  _serve(jobs, root / "jobs.json")
+  ix.serve(jobs, root / "jobs.json")
   return cases
 
 
@@ -179,8 +156,8 @@ def test_sentencepiece_saved_model_tokenizes_as_our_tokenizer(tmp_path):
   texts = ["It is a truth universally acknowledged.",
            "Zqx \u00e9t\u00e9 " + "persuasion " * 20]
   result = str(tmp_path / "served.npz")
-  _serve([dict(saved_model=out, result=result, inputs=dict(text=texts))],
-         tmp_path / "jobs.json")
+  ix.serve([dict(saved_model=out, result=result, inputs=dict(text=texts))],
+           tmp_path / "jobs.json")
   served = dict(np.load(result))
   ids = np.zeros((2, 16), np.int32)
   for row, text in enumerate(texts):
