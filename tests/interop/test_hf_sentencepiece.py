@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import export_model
+from interop import convert
 from interop import hf_sentencepiece
 from model import tokenization
 from tests import interop_fixtures as ix
@@ -73,6 +74,9 @@ def test_hf_export_of_sentencepiece_models_round_trips(tmp_path):
     assert sorted(os.listdir(folder)) == [
         "config.json", "model.safetensors", "sentencepiece.model",
         "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+    # init_checkpoint from the folder finds its vocabulary (adoption).
+    assert convert.describe(folder)["vocab_file"] == os.path.join(
+        folder, "sentencepiece.model")
     tokenized = str(tmp_path / ("%s_tokens.json" % model_type))
     outputs = str(tmp_path / ("%s_out.npz" % model_type))
     jobs += [{"op": "tokenize", "folder": folder, "texts": list(spf.TEXTS),
