@@ -102,8 +102,11 @@ class ElectraPretrainer(tf_keras.Model):
 
   `call(features, training, step=0, sampler=None, loss_denominators=None)`
   is `objective(features, forward(features, training, step, sampler),
-  loss_denominators)`, on the features of pretrain/pretrain_data.py; `step`
-  is the global step (the warm-up reads it); `sampler`, when given, draws
+  loss_denominators)`. `features` (pretrain/pretrain_data.py): `input_ids`,
+  `input_mask`, `segment_ids`, `masked_input_ids` [batch, seq_len] int32;
+  `masked_lm_positions`, `masked_lm_ids` [batch, P] int32;
+  `masked_lm_weights` [batch, P] float32; `sample_seed` [batch, 2] int32.
+  `step` is the global step (the warm-up reads it); `sampler`, when given, draws
   instead of the model's sampler and its warm-up (evaluation: `self.sampler`,
   or `GeneratorSampler()` for p_G), the model's sampler's head still
   scoring the draw. Returns a dict of the fields of `GeneratorOutputs`,
