@@ -111,15 +111,18 @@ def _pretrain(config, strategy):
   if trainer.is_chief:
     log("Effective config saved to %s; set by hparams or the data: %s" % (
         config.save(), json.dumps(config.user_hparams, sort_keys=True)))
-  if config.do_train:
-    trainer.train()
-  else:
-    trainer.restore()
-    if not tf.train.latest_checkpoint(trainer.checkpoint_dir):
-      raise UserError("do_train is false but %s holds no checkpoint to "
-                      "evaluate; pre-train first." % trainer.checkpoint_dir)
-  if config.do_eval:
-    trainer.evaluate()
+  try:
+    if config.do_train:
+      trainer.train()
+    else:
+      trainer.restore()
+      if not tf.train.latest_checkpoint(trainer.checkpoint_dir):
+        raise UserError("do_train is false but %s holds no checkpoint to "
+                        "evaluate; pre-train first." % trainer.checkpoint_dir)
+    if config.do_eval:
+      trainer.evaluate()
+  finally:
+    trainer.close()
   log("Model directory: %s\n  checkpoints: %s\n  results: %s" % (
       config.model_dir, trainer.checkpoint_dir,
       os.path.join(config.model_dir, "results")))

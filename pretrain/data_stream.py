@@ -4,7 +4,7 @@ Each checkpoint records `examples_seen` and the config fields the stream
 depends on (KEYS). A saved input-iterator state is only valid for the values
 it was saved with; when one changes (e.g. another `train_batch_size` on more
 devices), the trainer restarts the stream at the same example offset
-instead (`pretrain_data.InputFn.skip_examples`).
+instead (`pretrain_data.InputFn.at_offset`).
 """
 
 import json

@@ -231,13 +231,20 @@ class InputFn(object):
       at an example offset; each of the pipelines skips its share.
   """
 
-  def __init__(self, files, file_ids, batch_size, batch_size_name, kwargs):
+  def __init__(self, files, file_ids, batch_size, batch_size_name, kwargs,
+               skip_examples=0):
     self.files = files
     self.file_ids = file_ids
     self.batch_size = batch_size
-    self.skip_examples = 0
+    self.skip_examples = skip_examples
     self._batch_size_name = batch_size_name
     self._kwargs = kwargs
+
+  def at_offset(self, skip_examples):
+    """This input function with the stream started `skip_examples` in."""
+    return InputFn(self.files, self.file_ids, self.batch_size,
+                   self._batch_size_name, self._kwargs,
+                   skip_examples=skip_examples)
 
   def __call__(self, input_context=None):
     """Returns this pipeline's dataset of per-replica batches.

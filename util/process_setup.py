@@ -21,7 +21,7 @@ def set_up_process(mixed_precision, seed, checkpointed_dropout=False):
       weights and dropout repeat.
     checkpointed_dropout: dropout draws from `tf.random.Generator` state,
       which a checkpoint can save, so that a resumed pre-training run
-      continues the same dropout stream (`pretrain.trainer`).
+      continues the same dropout stream (`pretrain.checkpointing`).
   """
   distribution.configure_mixed_precision(mixed_precision)
   tf_keras.utils.set_random_seed(seed)

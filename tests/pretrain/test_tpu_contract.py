@@ -2,7 +2,7 @@
 
 TPUStrategy compiles the whole training loop with XLA: no host ops (py_function,
 string ops) inside it, static shapes, a batch that divides by the replicas.
-Here the trainer's own loop (`PretrainingTrainer._make_train_loop`, the
+Here the trainer's own loop (`PretrainingTask.make_train_loop`, the
 replica step, the loss and statistic sums) is compiled with
 `jit_compile=True`, every dataset is checked for a static batch dimension
 (`drop_remainder=True`), and `strategy: "tpu"` runs the same pre-training
@@ -90,7 +90,7 @@ def test_the_whole_train_loop_compiles_with_xla(trainer_and_batches,
   if host_op:  # Shows that a host op inside the loop is caught.
     monkeypatch.setattr(step_statistics, "step_statistics", _with_host_op)
   trainer, batches = trainer_and_batches
-  loop = trainer._make_train_loop()  # pylint: disable=protected-access
+  loop = trainer.task.make_train_loop()
   # The loop's Python body, every op of it in one XLA cluster.
   compiled = tf.function(loop.python_function, jit_compile=True)
   lower = compiled.experimental_get_compiler_ir(StackedBatches(batches),
