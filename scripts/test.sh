@@ -13,5 +13,7 @@ parallel=()
 if [ "$workers" != 0 ]; then
   parallel=(-n "$workers" --dist loadfile)
 fi
-exec "${ELECTRA_VENV:-$root/.venv}/bin/python" -m pytest -q ${parallel[@]+"${parallel[@]}"} \
+# --durations: the slowest tests are listed, so CI logs show where its time
+# goes (the whole .ci/run must stay well under 30 minutes).
+exec "${ELECTRA_VENV:-$root/.venv}/bin/python" -m pytest -q --durations=25 ${parallel[@]+"${parallel[@]}"} \
   tests "$@"
