@@ -31,17 +31,13 @@ def replica_mean(values, weights, global_weight=None):
   return tf.reduce_sum(tf.cast(values, tf.float32) * weights) / denominator
 
 
-# Key of `loss_denominators` in a features dict.
-DENOMINATORS_KEY = "loss_denominators"
-
-
 def loss_denominators(features):
   """The global sums that the losses divide by, from the features alone.
 
   {"masked": sum of masked_lm_weights, "tokens": sum of input_mask} over the
   global batch (float32 scalars). The train step takes them before its
-  XLA-compiled forward/backward pass (under DENOMINATORS_KEY in the
-  features it hands the pass, then as the model's `loss_denominators`
+  XLA-compiled forward/backward pass and hands them to it beside the
+  features (model/train_step.py; the model's `loss_denominators`
   argument), since an all-reduce inside a compiled pass is refused by
   MirroredStrategy on CPUs.
   """

@@ -10,10 +10,13 @@ Only the forward/backward pass is compiled: `apply_gradients` all-reduces the
 gradients, and a cross-replica call inside a nested `tf.function` (or an XLA
 cluster) is refused by MirroredStrategy ("merge_call called while defining
 a new graph"). Keeping it outside lets every strategy and `jit_compile`
-compose. A loss that itself needs cross-replica sums of what the forward
-pass computes (self-normalised importance weights) gives a separate
-`forward_fn`: then only that is compiled, and the tape spans the compiled
-call and the uncompiled loss, which may all-reduce.
+compose. Sums over replicas that the loss needs are therefore taken before
+the compiled pass, on the whole replica batch, and handed to it as extra
+arguments (`ReplicaTrainStep.__call__`'s `batch_values`). A loss that itself
+needs cross-replica sums of what the forward pass computes (self-normalised
+importance weights) compiles only its forward pass
+(`pretraining_train_step`): the tape spans the compiled call and the
+uncompiled rest of the loss, which may all-reduce.
 
 Under float16 the LossScaleOptimizer skips an update whose gradients are not
 finite and lowers the loss scale; such a step returns grad norm 0 and
@@ -31,39 +34,35 @@ class ReplicaTrainStep(object):
   """Callable inside `strategy.run` (or with no strategy): one update.
 
   Args:
-    loss_fn: features -> (loss, outputs), or (features, forward_out) ->
-      (loss, outputs) when `forward_fn` is given. `loss` is a float32
-      scalar, this replica's share of the global-batch mean (the shares of
-      all replicas, and of all micro-batches, sum to it); `outputs` is a
-      nest of tensors, returned as is, or summed over the micro-batches
-      when accumulating (so it should hold sums, e.g. loss shares, counts).
+    loss_fn: (features, *batch_values) -> (loss, outputs). `loss` is a
+      float32 scalar, this replica's share of the global-batch mean (the
+      shares of all replicas, and of all micro-batches, sum to it);
+      `outputs` is a nest of tensors, returned as is, or summed over the
+      micro-batches when accumulating (so it should hold sums, e.g. loss
+      shares, counts).
     variables: the variables to train (a list, or a callable returning it,
       for models whose variables are created on the first call).
     optimizer: a tf_keras optimizer, possibly a LossScaleOptimizer.
     clip_norm: global-norm clip of the summed gradients (0: none).
-    jit_compile: XLA-compile the forward/backward pass (or only
-      `forward_fn`, when given).
-    prepare_fn: features -> features, run before the compiled pass in the
-      replica context, on the whole replica batch: where cross-replica sums
-      the loss needs (e.g. `model.losses.loss_denominators`) are taken.
-    forward_fn: optional features -> nest of tensors, the part of the
-      forward pass without cross-replica ops.
+    jit_compile: XLA-compile the forward/backward pass.
     accumulation_steps: split the replica batch into this many equal
       micro-batches along axis 0, run forward/backward on each in turn and
       apply the summed gradients once: the update of the whole batch, with
-      the activations of one micro-batch in memory. Rank-0 features (e.g.
-      the denominators `prepare_fn` adds) go to every micro-batch whole.
+      the activations of one micro-batch in memory.
 
   Call:
-    features -> (outputs, grad_norm, skipped): grad_norm is the global norm
-    before clipping (0 on a skipped step), skipped is 1.0 when loss scaling
-    dropped the update, else 0.0 (float32 scalars).
+    (features, *batch_values) -> (outputs, grad_norm, skipped):
+    `batch_values` are nests of tensors of the whole replica batch, taken
+    by the caller in the replica context (where cross-replica sums may be
+    taken, e.g. `model.losses.loss_denominators`); every micro-batch's
+    `loss_fn` gets them whole. grad_norm is the global norm before clipping
+    (0 on a skipped step), skipped is 1.0 when loss scaling dropped the
+    update, else 0.0 (float32 scalars).
   """
 
   def __init__(self, loss_fn, variables, optimizer, clip_norm,
-               jit_compile=False, prepare_fn=None, forward_fn=None,
-               accumulation_steps=1):
-    self._prepare_fn = prepare_fn
+               jit_compile=False, accumulation_steps=1):
+    self._loss = loss_fn
     self._variables = variables if callable(variables) else (
         lambda: variables)
     self.optimizer = optimizer
@@ -75,28 +74,22 @@ class ReplicaTrainStep(object):
     self.loss_scaling = isinstance(
         optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
     self._forward_backward = self._forward_backward_pass
-    if forward_fn is None:
-      self._loss = loss_fn
-      if jit_compile:
-        self._forward_backward = tf.function(self._forward_backward,
-                                             jit_compile=True)
-    else:
-      if jit_compile:
-        forward_fn = tf.function(forward_fn, jit_compile=True)
-      self._loss = lambda features: loss_fn(features, forward_fn(features))
+    if jit_compile:
+      self._forward_backward = tf.function(self._forward_backward,
+                                           jit_compile=True)
 
-  def _forward_backward_pass(self, features):
+  def _forward_backward_pass(self, features, *batch_values):
     """(outputs, gradients) of one batch; gradients of the scaled loss."""
     variables = self._variables()
     with tf.GradientTape() as tape:
-      loss, outputs = self._loss(features)
+      loss, outputs = self._loss(features, *batch_values)
       if self.loss_scaling:
         loss = self.optimizer.get_scaled_loss(loss)
     grads = tape.gradient(loss, variables)
     return outputs, [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
                      for g, v in zip(grads, variables)]
 
-  def _accumulate(self, features):
+  def _accumulate(self, features, batch_values):
     """Forward/backward over the micro-batches in turn, summing outputs
     and gradients (a `tf.while_loop`, so one micro-batch is live at a time).
     """
@@ -117,10 +110,11 @@ class ReplicaTrainStep(object):
           lambda t: t if t.shape.rank == 0 else tf.gather(t, i), split)
 
     # The first micro-batch outside the loop gives the sums their structure.
-    outputs, grads = self._forward_backward(micro_batch(0))
+    outputs, grads = self._forward_backward(micro_batch(0), *batch_values)
 
     def body(i, outputs, grads):
-      more_outputs, more_grads = self._forward_backward(micro_batch(i))
+      more_outputs, more_grads = self._forward_backward(micro_batch(i),
+                                                        *batch_values)
       return (i + 1, tf.nest.map_structure(tf.add, outputs, more_outputs),
               [g + h for g, h in zip(grads, more_grads)])
 
@@ -128,13 +122,11 @@ class ReplicaTrainStep(object):
                                       (tf.constant(1), outputs, grads))
     return outputs, grads
 
-  def __call__(self, features):
-    if self._prepare_fn is not None:
-      features = self._prepare_fn(features)
+  def __call__(self, features, *batch_values):
     if self.accumulation_steps > 1:
-      outputs, grads = self._accumulate(features)
+      outputs, grads = self._accumulate(features, batch_values)
     else:
-      outputs, grads = self._forward_backward(features)
+      outputs, grads = self._forward_backward(features, *batch_values)
     if self.loss_scaling:
       grads = self.optimizer.get_unscaled_gradients(grads)
     norm = optimization.apply_clipped_gradients(
@@ -147,10 +139,12 @@ class ReplicaTrainStep(object):
 
 
 def pretraining_train_step(model, optimizer, config, step, outputs_fn):
-  """The ReplicaTrainStep of an `ElectraPretrainer` (run_pretraining.py
-  and bench/ use this one).
+  """The train step of an `ElectraPretrainer` (run_pretraining.py and
+  bench/ use this one): features -> (outputs, grad_norm, skipped), as a
+  `ReplicaTrainStep`.
 
-  The loss denominators are taken first, on the whole replica batch. Under
+  The loss denominators are taken first, on the whole replica batch, and
+  handed to the pass beside the features. Under
   `model.needs_cross_replica_sums` (self-normalised importance weights)
   with more than one replica, only `model.forward` is compiled and
   `model.objective` all-reduces outside it; otherwise (one replica: its
@@ -166,32 +160,30 @@ def pretraining_train_step(model, optimizer, config, step, outputs_fn):
     step: the global step (a scalar variable; the sampling warm-up reads it).
     outputs_fn: (model outputs, features) -> nest of tensors that add over
       micro-batches (e.g. `pretrain.step_statistics.step_statistics`).
-  Returns: a `ReplicaTrainStep`.
   """
+  compile_forward_only = (config.jit_compile and
+                          model.needs_cross_replica_sums and
+                          _num_replicas() > 1)
 
   def forward(features):
-    features = dict(features)
-    features.pop(losses.DENOMINATORS_KEY)
     return model.forward(features, training=True, step=step)
 
-  def objective(features, forward_out):
-    features = dict(features)
-    denominators = features.pop(losses.DENOMINATORS_KEY)
-    out = model.objective(features, forward_out, denominators)
+  if compile_forward_only:
+    forward = tf.function(forward, jit_compile=True)
+
+  def loss_fn(features, denominators):
+    out = model.objective(features, forward(features), denominators)
     return out["total_loss"], outputs_fn(out, features)
 
-  def prepare(features):
-    return dict(features, **{
-        losses.DENOMINATORS_KEY: losses.loss_denominators(features)})
-
-  split = model.needs_cross_replica_sums and _num_replicas() > 1
-  return ReplicaTrainStep(
-      objective if split else (
-          lambda features: objective(features, forward(features))),
-      lambda: model.trainable_variables, optimizer, config.clip_norm,
-      jit_compile=config.jit_compile, prepare_fn=prepare,
-      forward_fn=forward if split else None,
+  replica_step = ReplicaTrainStep(
+      loss_fn, lambda: model.trainable_variables, optimizer, config.clip_norm,
+      jit_compile=config.jit_compile and not compile_forward_only,
       accumulation_steps=config.gradient_accumulation_steps)
+
+  def train_step(features):
+    return replica_step(features, losses.loss_denominators(features))
+
+  return train_step
 
 
 def _num_replicas():
