@@ -30,9 +30,9 @@ Usage:
 import argparse
 import time
 
-from util.cli import quiet_tensorflow_startup
+from util.cli import tensorflow_startup
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 # pylint: disable=g-import-not-at-top
 from model import tokenization

@@ -18,9 +18,9 @@ import argparse
 import os
 import time
 
-from util.cli import quiet_tensorflow_startup
+from util.cli import tensorflow_startup
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 # pylint: disable=g-import-not-at-top
 from model.tokenization import SPECIAL_TOKENS

@@ -35,10 +35,10 @@ import argparse
 import logging
 import posixpath
 
-from util.cli import quiet_tensorflow_startup
+from util.cli import tensorflow_startup
 from util.cli import run_main
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
 from model import saved_config

@@ -15,9 +15,9 @@ config.json, an HF folder's or a TF1 checkpoint's; no size hparam is needed.
 
 import argparse
 
-from util.cli import quiet_tensorflow_startup
+from util.cli import tensorflow_startup
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
 from configure import implied_vocab_size

@@ -17,10 +17,10 @@ import json
 import logging
 import os
 
-from util.cli import quiet_tensorflow_startup
+from util.cli import tensorflow_startup
 from util.cli import run_main
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
 from util.errors import UserError

@@ -18,10 +18,10 @@ provenance says how many of all) and runs nothing.
 
 import argparse
 
-from util.cli import quiet_tensorflow_startup
+from util.cli import tensorflow_startup
 from util.cli import run_main
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 
 def main(argv=None):

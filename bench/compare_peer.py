@@ -35,9 +35,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
-from util.cli import quiet_tensorflow_startup  # pylint: disable=g-import-not-at-top
+from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 

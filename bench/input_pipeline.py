@@ -27,9 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
-from util.cli import quiet_tensorflow_startup  # pylint: disable=g-import-not-at-top
+from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 import build_pretraining_dataset  # pylint: disable=g-import-not-at-top
 import build_vocab

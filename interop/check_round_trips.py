@@ -17,9 +17,9 @@ import os
 import tempfile
 import time
 
-from util.cli import quiet_tensorflow_startup
+from util.cli import tensorflow_startup
 
-quiet_tensorflow_startup()
+tensorflow_startup()
 
 # pylint: disable=g-import-not-at-top
 import numpy as np

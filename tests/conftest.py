@@ -5,6 +5,9 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+# As every entry script sets it (util/cli.tensorflow_startup); the test
+# processes and the scripts they start then skip importing Keras 3.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import types  # pylint: disable=g-import-not-at-top,g-bad-import-order
