@@ -116,12 +116,21 @@ assert set(sys.modules) & {"tf_keras", "official", "model"} == set()
 """
 
 
+def serving_env():
+  """The environment of a serving process: a plain TensorFlow user's, so
+  without the project's start-up settings (TF_USE_LEGACY_KERAS would load
+  tf_keras with TensorFlow, which serving must not need)."""
+  env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+  return env
+
+
 def serve(jobs, job_file):
   """Runs each job's serving_default in one fresh process (see _SERVE)."""
   with open(str(job_file), "w", encoding="utf-8") as f:
     json.dump(jobs, f)
   subprocess.run([sys.executable, "-c", _SERVE, str(job_file)], check=True,
-                 timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+                 timeout=600, env=serving_env())
 
 
 def run_job(cls, folder, inputs, outputs):

@@ -113,8 +113,7 @@ def test_saved_model_serves_raw_text_in_a_fresh_process(tmp_path):
   texts = ["w1 W2 w3", "w4, w5 zz " + " ".join("w%d" % i for i in range(30))]
   result = str(tmp_path / "served.npz")
   subprocess.run([sys.executable, "-c", _SERVE, out, result] + texts,
-                 check=True, timeout=300,
-                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+                 check=True, timeout=300, env=ix.serving_env())
   served = np.load(result)
   # Our tokenizer and Keras model on the same texts: [CLS] text [SEP],
   # truncated to max_seq_length, padded.
