@@ -17,7 +17,7 @@ bert_config.json).
 (ElectraForMaskedLM); `tf1` writes OUT/model.ckpt-<step> with Google's
 variable names, bert_config.json, generator_config.json and the
 vocabulary; `saved_model` writes a SavedModel of the discriminator whose default
-signature takes raw text (interop/saved_model.py); with `--task NAME` the
+signature takes raw text (export/saved_model.py); with `--task NAME` the
 model fine-tuned on that task instead, serving the task's outputs:
 
   python export_model.py --data-dir D --model-name M --task sst \\
@@ -28,7 +28,7 @@ A model whose config.json records a SentencePiece model as its vocab_file
 with that model's tokenizer; no flag is needed.
 
 OUT must be new or empty; `--overwrite` replaces an earlier export there
-(interop/export_dir.py removes only the files exports write).
+(export/output_dir.py removes only the files exports write).
 """
 
 import argparse
@@ -96,12 +96,12 @@ def main(argv=None):
     return _export_finetuned(args, user)
 
   source, config = _pretrained_source(args, user)
-  from interop import export_dir  # pylint: disable=g-import-not-at-top
+  from export import output_dir  # pylint: disable=g-import-not-at-top
+  from export import saved_model
   from interop import hf
   from interop import hf_sentencepiece
   from interop import loader
   from interop import names
-  from interop import saved_model
   from interop import tf1
   from model import builders
   if args.format in ("hf", "tf1"):
@@ -109,7 +109,7 @@ def main(argv=None):
   sentencepiece_model = sentencepiece_model_of(args.sentencepiece_model, config)
   if sentencepiece_model:
     hf_sentencepiece.load_checked(sentencepiece_model, config.vocab_size)
-  export_dir.check_output(args.output, args.overwrite)
+  output_dir.check_output(args.output, args.overwrite)
   model = builders.build_pretrainer_with_variables(config)
   loader.load_into(model, source, log=print)
   if args.format == "hf":
@@ -183,13 +183,13 @@ def _pretrained_source(args, user):
 def _export_finetuned(args, user):
   """--task: the fine-tuned model of a task as a SavedModel."""
   from finetune import finetuned_model  # pylint: disable=g-import-not-at-top
-  from interop import export_dir
-  from interop import saved_model
+  from export import output_dir
+  from export import saved_model
   model_dir = user.get("model_dir") or posixpath.join(
       args.data_dir, "models", args.model_name)
   model, task, config = finetuned_model.load_finetuned(
       model_dir, args.data_dir, args.task, args.trial)
-  export_dir.check_output(args.output, args.overwrite)
+  output_dir.check_output(args.output, args.overwrite)
   saved_model.export_task_saved_model(model, task, config, args.output)
   return 0
 

@@ -13,8 +13,8 @@ import os
 
 import tensorflow as tf
 
-from configure import EMBEDDING_KEYS
 from model import checkpoints as checkpoints_lib
+from model.transformer_hparams import EMBEDDING_KEYS
 from util import io_utils
 from util.errors import UserError
 

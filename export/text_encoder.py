@@ -1,6 +1,6 @@
 """Raw text to model inputs inside the TensorFlow graph (tensorflow-text).
 
-`TextEncoder` is what a SavedModel (interop/saved_model.py) serves with: the
+`TextEncoder` is what a SavedModel (export/saved_model.py) serves with: the
 WordPiece tokenizer (tensorflow-text's `BertTokenizer`: BERT's lower-casing
 and accent stripping, punctuation split, WordPiece) or a SentencePiece model
 (`SentencepieceTokenizer`), then `[CLS] a [SEP]`, `[CLS] a [SEP] b [SEP]` or

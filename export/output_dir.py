@@ -13,12 +13,12 @@ import posixpath
 from util import io_utils
 from util.errors import UserError
 
-# The files `hf.export_hf` writes in each of its role folders.
+# The files `interop.hf.export_hf` writes in each of its role folders.
 _HF_FILES = ("config.json", "model.safetensors", "vocab.txt",
              "special_tokens_map.json", "tokenizer_config.json",
              "tokenizer.json", "sentencepiece.model")
 _HF_FOLDERS = ("discriminator", "generator")
-# `tf1.export_tf1`: plus model.ckpt-<step>.{index,data-*}.
+# `interop.tf1.export_tf1`: plus model.ckpt-<step>.{index,data-*}.
 _TF1_FILES = ("checkpoint", "bert_config.json", "generator_config.json",
               "vocab.txt", "sentencepiece.model")
 # `tf.saved_model.save`.

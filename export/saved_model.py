@@ -2,7 +2,7 @@
 fine-tuned task model.
 
 Load with only `tensorflow` and `tensorflow_text` imported. The tokenizer
-runs in the graph (interop/text_encoder.py: WordPiece or SentencePiece).
+runs in the graph (export/text_encoder.py: WordPiece or SentencePiece).
 Every SavedModel has two signatures:
 
   * "serving_default" takes strings [batch] and returns the outputs below
@@ -32,7 +32,7 @@ import tensorflow as tf
 from finetune.classification import classification_tasks
 from finetune.qa import qa_tasks
 from finetune.tagging import tagging_tasks
-from interop.text_encoder import TextEncoder
+from export.text_encoder import TextEncoder
 from util.errors import UserError
 
 _IDS = tf.TensorSpec([None, None], tf.int32)

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import export_model
-from interop import saved_model
+from export import saved_model
 from model import builders
 from model import tokenization
 from finetune import finetuned_model
