@@ -35,8 +35,10 @@ _RUN_FIELDS = dict(
                           "the CPU into this many logical devices (testing).",
                           min=0),
     mixed_precision=Field("float32", str, "Compute dtype policy; sampling and "
-                          "losses stay in float32.",
-                          choices=("float32", "bfloat16", "float16")),
+                          "losses stay in float32. \"auto\": bfloat16 where "
+                          "the hardware has it natively, else float32 "
+                          "(util/dtype_policy.py).",
+                          choices=("float32", "bfloat16", "float16", "auto")),
     jit_compile=Field(False, bool, "Compile the train step with XLA."),
     initial_loss_scale=Field(32768.0, (float, int), "Initial dynamic loss "
                              "scale under float16 (tf_keras' default 2^15); "
@@ -244,10 +246,13 @@ class _Config(HParams):
 
   `adopted_from`, when a run's sizes came from its init_checkpoint, is
   {"source": path, "hparams": what it set} (interop/adoption.py); it is
-  saved in config.json with the sizes it gave.
+  saved in config.json with the sizes it gave. `mixed_precision_auto`, when
+  `mixed_precision` was "auto", is {"resolved", "reason"}
+  (util/dtype_policy.py), saved beside the resolved value.
   """
 
   adopted_from = None
+  mixed_precision_auto = None
 
   def _derive(self):
     self.vocab_file = (self.vocab_file or
@@ -280,6 +285,8 @@ class _Config(HParams):
                          self.vocab_file))
     if self.adopted_from:
       derived["adopted_from"] = self.adopted_from
+    if self.mixed_precision_auto:
+      derived["mixed_precision_auto"] = self.mixed_precision_auto
     return derived
 
 

@@ -99,12 +99,14 @@ def _pretrain(config, strategy):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model import saved_config
   from pretrain import trainer as trainer_lib
+  from util import dtype_policy
   from util import process_setup
   saved_config.check_saved_config(config)
 
   def log(message):
     print(message, flush=True)
 
+  dtype_policy.resolve(config, log)
   process_setup.set_up_process(config.mixed_precision, config.seed,
                                checkpointed_dropout=True)
   trainer = trainer_lib.PretrainingTrainer(config, log=log, strategy=strategy)

@@ -24,6 +24,7 @@ from interop import loader as interop_loader
 from model import checkpoints
 from model import saved_config
 from util import distribution
+from util import dtype_policy
 from util import io_utils
 from util import process_setup
 from util import run_lock
@@ -178,6 +179,7 @@ def run_finetuning(config):
                     "nothing to do.")
   # squad_lib logs every window it builds at INFO level.
   absl_logging.set_verbosity(absl_logging.WARNING)
+  dtype_policy.resolve(config, lambda line: print(line, flush=True))
   process_setup.set_up_process(config.mixed_precision, config.seed)
   strategy = distribution.get_strategy(config)
   tokenizer = preprocessing.build_tokenizer(config)
