@@ -30,14 +30,14 @@ def main(argv=None):
   parser.add_argument("model_dirs", nargs="+")
   parser.add_argument("--output", default=None)
   args = parser.parse_args(argv)
-  from pretrain import eval_metrics  # Imports matplotlib.
+  from pretrain import eval_report  # Imports matplotlib.
   runs = {os.path.basename(os.path.normpath(d)): load_results(d)
           for d in args.model_dirs}
-  table = eval_metrics.format_results_table(runs)
+  table = eval_report.format_results_table(runs)
   print(table)
   if args.output:
     write_text_atomic(os.path.join(args.output, "comparison.md"), table + "\n")
-    plot = eval_metrics.plot_max_prob_histogram(
+    plot = eval_report.plot_max_prob_histogram(
         {name: r["gen_max_prob_histogram"] for name, r in runs.items()},
         os.path.join(args.output, "gen_max_prob_histograms.png"),
         title="Generator max-probability at masked positions")

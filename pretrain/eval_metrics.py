@@ -1,9 +1,9 @@
 """Pre-training evaluation: ELECTRA's metrics and analyses (docs/method.md §13).
 
-Pure numpy (matplotlib only for the plot). The eval loop feeds one dict of
-numpy arrays per batch to `PretrainEvalAccumulator.update`; `result()` gives
-plain floats/lists ready for JSON. Shapes (B batch, P max predictions per
-sequence, L sequence length):
+Pure numpy. The eval loop feeds one dict of numpy arrays per batch to
+`PretrainEvalAccumulator.update`; `result()` gives plain floats/lists ready
+for JSON (written, tabled and plotted by pretrain/eval_report.py). Shapes
+(B batch, P max predictions per sequence, L sequence length):
 
   masked-LM positions [B, P] (need `masked_lm_weights`, 1 real / 0 padding):
     masked_lm_preds     int    argmax_v p_G(v) at the masked position
@@ -43,17 +43,11 @@ Choices, differing from the TF1 code where noted:
   give 1.0000001); the last bin is [0.9, 1.0] including 1.0.
 """
 
-import io
-
 import numpy as np
 
 from pretrain.rank_stats import exact_auc
 from pretrain.rank_stats import pearson
 from pretrain.rank_stats import spearman
-from util import io_utils
-from util.io_utils import write_bytes_atomic
-from util.io_utils import write_json_atomic
-from util.io_utils import write_text_atomic
 
 NUM_HIST_BINS = 10
 HIST_EDGES = np.linspace(0.0, 1.0, NUM_HIST_BINS + 1)
@@ -247,158 +241,3 @@ class PretrainEvalAccumulator(object):
     if notes:
       out["notes"] = notes
     return out
-
-
-def _ordered_metric_names(names):
-  main = [k for k in MAIN_METRICS if k in names]
-  rest = sorted(k for k in names if k not in MAIN_METRICS
-                and k not in ("notes", "gen_max_prob_histogram", "step"))
-  return main + rest
-
-
-def _fmt(value):
-  if value is None:
-    return "n/a"
-  if isinstance(value, (bool, np.bool_)):
-    return str(value)
-  if isinstance(value, (int, np.integer)):
-    return str(int(value))
-  if isinstance(value, (float, np.floating)):
-    return "%.4f" % value
-  return str(value)
-
-
-def _histogram_lines(hist):
-  lines = ["generator max-probability histogram (masked positions):"]
-  for i, (c, f) in enumerate(zip(hist["counts"], hist["fractions"])):
-    lo, hi = hist["bin_edges"][i], hist["bin_edges"][i + 1]
-    close = "]" if i == len(hist["counts"]) - 1 else ")"
-    lines.append("  [%.1f, %.1f%s %8d  %6.4f  %s"
-                 % (lo, hi, close, c, f, "#" * int(round(40 * f))))
-  return lines
-
-
-# Below this held-out AUC the discriminator has not learned to use context.
-PRIOR_AUC = 0.6
-
-
-def discriminator_warning(results):
-  """A line for the log when D still predicts the class prior, else None."""
-  auc = results.get("disc_auc")
-  if not isinstance(auc, float) or auc >= PRIOR_AUC:
-    return None
-  return ("Note: disc_auc %.3f < %.1f: the discriminator still predicts "
-          "'original' almost everywhere (ELECTRA's early phase), and its "
-          "encoder is not yet worth fine-tuning. Train longer; see the "
-          "README, 'What a small CPU budget gives'." % (auc, PRIOR_AUC))
-
-
-def write_results(results, results_dir, name="pretrain_eval", step=None):
-  """Writes `<results_dir>/<name>.json` and a readable `<name>.txt` atomically.
-
-  `step` (the checkpoint's global step) is stored in both. Returns
-  {"json": path, "txt": path}.
-  """
-  payload = dict(results)
-  if step is not None:
-    payload["step"] = int(step)
-  json_path = "%s/%s.json" % (results_dir.rstrip("/"), name)
-  txt_path = "%s/%s.txt" % (results_dir.rstrip("/"), name)
-  write_json_atomic(json_path, payload)
-  lines = ["%s%s" % (name, "" if step is None else " (step %d)" % step)]
-  names = _ordered_metric_names(payload)
-  width = max([len(k) for k in names] + [1])
-  lines += ["  %-*s  %s" % (width, k, _fmt(payload[k])) for k in names]
-  if "gen_max_prob_histogram" in payload:
-    lines += _histogram_lines(payload["gen_max_prob_histogram"])
-  for note in payload.get("notes", []):
-    lines.append("note: %s" % note)
-  write_text_atomic(txt_path, "\n".join(lines) + "\n")
-  return {"json": json_path, "txt": txt_path}
-
-
-def append_history(results, results_dir, step, name="pretrain_eval_history"):
-  """Adds the main metrics of an evaluation at `step` to
-  `<results_dir>/<name>.json` (a list by step, rewritten atomically); the
-  entries at `step` or later (a resumed run evaluating again) are replaced."""
-  path = "%s/%s.json" % (results_dir.rstrip("/"), name)
-  history = io_utils.read_json(path) if io_utils.exists(path) else []
-  entry = {k: results[k] for k in MAIN_METRICS
-           if isinstance(results.get(k), float)}
-  entry["step"] = int(step)
-  history = [h for h in history if h["step"] < int(step)] + [entry]
-  write_json_atomic(path, history)
-  return path
-
-
-def plot_max_prob_histogram(histograms, path, title=None, log_scale=False):
-  """Bar chart (PNG) of 10-bin max-probability fractions, a series per label.
-
-  `histograms`: {label: [10 fractions]} or
-  {label: results["gen_max_prob_histogram"]}.
-  `log_scale`: a logarithmic y axis, for generators whose mass sits almost
-  all in one bin (an empty bin then shows no bar).
-  Uses matplotlib's Agg canvas directly (no pyplot, no global backend change).
-  """
-  from matplotlib.backends.backend_agg import FigureCanvasAgg
-  from matplotlib.figure import Figure
-
-  series = {}
-  for label, h in histograms.items():
-    fractions = h["fractions"] if isinstance(h, dict) else h
-    if len(fractions) != NUM_HIST_BINS:
-      raise ValueError("histogram %r has %d bins, expected %d"
-                       % (label, len(fractions), NUM_HIST_BINS))
-    series[label] = [float(f) for f in fractions]
-  if not series:
-    raise ValueError("no histogram to plot")
-  fig = Figure(figsize=(7, 4.2))
-  FigureCanvasAgg(fig)
-  ax = fig.add_subplot(1, 1, 1)
-  width = 0.8 / len(series)
-  centers = np.arange(NUM_HIST_BINS)
-  for i, (label, fractions) in enumerate(series.items()):
-    ax.bar(centers - 0.4 + width * (i + 0.5), fractions, width,
-           label=str(label))
-  ax.set_xticks(centers)
-  ax.set_xticklabels(["%.1f-%.1f" % (HIST_EDGES[i], HIST_EDGES[i + 1])
-                      for i in range(NUM_HIST_BINS)], rotation=45, fontsize=8)
-  ax.set_xlabel("generator max probability max_v p_G(v | c_t)")
-  ax.set_ylabel("fraction of masked positions" +
-                (" (log scale)" if log_scale else ""))
-  if log_scale:
-    ax.set_yscale("log")
-  ax.set_title(title or "Generator confidence at masked positions")
-  ax.legend()
-  fig.tight_layout()
-  buf = io.BytesIO()
-  fig.savefig(buf, format="png", dpi=100)
-  write_bytes_atomic(path, buf.getvalue())
-  return path
-
-
-def format_results_table(results_by_run):
-  """Markdown table of the main metrics, one column per run ({run: results}).
-
-  Adds the share of masked positions with max p_G in [0.9, 1] (the paper's
-  over-confidence measure). Missing metrics show "-", undefined ones "n/a".
-  """
-  runs = list(results_by_run)
-  rows = _ordered_metric_names(
-      set().union(*[set(r) for r in results_by_run.values()]))
-  cells = [[k] + [_fmt(results_by_run[r][k]) if k in results_by_run[r] else "-"
-                  for r in runs] for k in rows]
-  if any("gen_max_prob_histogram" in r for r in results_by_run.values()):
-    cells.append(["max_prob_in_[0.9,1]"] + [
-        _fmt(results_by_run[r]["gen_max_prob_histogram"]["fractions"][-1])
-        if "gen_max_prob_histogram" in results_by_run[r] else "-"
-        for r in runs])
-  header = ["metric"] + [str(r) for r in runs]
-  widths = [max(len(row[i]) for row in [header] + cells)
-            for i in range(len(header))]
-
-  def line(row):
-    return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
-
-  sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-  return "\n".join([line(header), sep] + [line(row) for row in cells]) + "\n"

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from model import samplers
 from pretrain import eval_metrics
+from pretrain import eval_report
 from pretrain import pretrain_data
 
 # Model outputs and features the accumulator reads. `mlm_loss_per_pos` is
@@ -114,9 +115,9 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
   if not strategy.extended.should_checkpoint:
     return results  # Only the chief of a multi-worker cluster writes.
   results_dir = os.path.join(config.model_dir, "results")
-  paths = eval_metrics.write_results(results, results_dir, step=step)
-  eval_metrics.append_history(results, results_dir, step)
-  plot = eval_metrics.plot_max_prob_histogram(
+  paths = eval_report.write_results(results, results_dir, step=step)
+  eval_report.append_history(results, results_dir, step)
+  plot = eval_report.plot_max_prob_histogram(
       {config.model_name: results["gen_max_prob_histogram"]},
       os.path.join(results_dir, "gen_max_prob_histogram.png"),
       title="Generator max-probability at masked positions (step %d)" % step)
@@ -124,7 +125,7 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
       "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS +
       ("estimator_spearman_pG", "estimator_pearson_pG")
       if isinstance(results.get(k), float))))
-  warning = eval_metrics.discriminator_warning(results)
+  warning = eval_report.discriminator_warning(results)
   if warning:
     log(warning)
   log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from pretrain import eval_metrics
+from pretrain import eval_report
 from pretrain import peak
 from studies import comparisons
 from studies import plan as plan_lib
@@ -321,7 +321,7 @@ def write_report(study, output):
     pictures = [
         ("Generator max-probability at masked positions (mean over seeds; "
          "log scale)",
-         eval_metrics.plot_max_prob_histogram(
+         eval_report.plot_max_prob_histogram(
              histograms, os.path.join(figures, "gen_max_prob.png"),
              log_scale=True)),
         ("Held-out D AUC and MLM accuracy against steps",

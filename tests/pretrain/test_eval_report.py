@@ -1,0 +1,74 @@
+"""Tests of pretrain/eval_report.py: results files, the table, the plot."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from pretrain import eval_report as er
+from tests.pretrain.test_eval_metrics import _random_batch
+from tests.pretrain.test_eval_metrics import _result
+
+
+def test_write_results_json_and_text(tmp_path):
+  rng = np.random.default_rng(4)
+  r = _result(**_random_batch(rng))
+  paths = er.write_results(r, str(tmp_path / "results"), name="ev", step=1234)
+  with open(paths["json"]) as f:
+    loaded = json.load(f)
+  assert loaded["step"] == 1234
+  assert loaded["disc_auc"] == pytest.approx(r["disc_auc"])
+  assert (loaded["gen_max_prob_histogram"]["counts"]
+          == r["gen_max_prob_histogram"]["counts"])
+  text = open(paths["txt"]).read()
+  assert text.startswith("ev (step 1234)")
+  assert "disc_auc" in text and "%.4f" % r["disc_auc"] in text
+  assert "[0.9, 1.0]" in text
+  assert sorted(os.listdir(tmp_path / "results")) == ["ev.json", "ev.txt"]
+
+
+def test_plot_is_a_png(tmp_path):
+  path = str(tmp_path / "hist.png")
+  er.plot_max_prob_histogram({"mlm": [0.05] * 5 + [0.05, 0.05, 0.1, 0.1, 0.45],
+                              "hp_loss": {"fractions": [0.1] * 10}}, path)
+  data = open(path, "rb").read()
+  assert data[:8] == b"\x89PNG\r\n\x1a\n"
+  assert len(data) > 1000
+  with pytest.raises(ValueError, match="bins"):
+    er.plot_max_prob_histogram({"bad": [0.5, 0.5]}, path)
+
+
+def test_log_scale_plot_takes_empty_bins(tmp_path):
+  linear, log = str(tmp_path / "linear.png"), str(tmp_path / "log.png")
+  fractions = {"mlm": [0.97, 0.02, 0.01] + [0.0] * 7}
+  er.plot_max_prob_histogram(fractions, linear)
+  er.plot_max_prob_histogram(fractions, log, log_scale=True)
+  data = open(log, "rb").read()
+  assert data[:8] == b"\x89PNG\r\n\x1a\n"
+  assert data != open(linear, "rb").read()
+
+
+def test_format_results_table():
+  a = {"masked_lm_accuracy": 0.5, "disc_auc": 0.91234,
+       "gen_max_prob_histogram": {"fractions": [0.0] * 9 + [0.75]}}
+  b = {"masked_lm_accuracy": 0.25, "estimator_pearson": None}
+  table = er.format_results_table({"mlm": a, "hp_loss": b})
+  lines = table.splitlines()
+  assert [c.strip() for c in lines[0].split("|")[1:4]] == [
+      "metric", "mlm", "hp_loss"]
+  assert len(set(len(line) for line in lines)) == 1  # columns aligned
+  cells = [[c.strip() for c in line.split("|")[1:4]] for line in lines[2:]]
+  row = {c[0]: c[1:] for c in cells}
+  assert row["masked_lm_accuracy"] == ["0.5000", "0.2500"]
+  assert row["disc_auc"] == ["0.9123", "-"]
+  assert row["estimator_pearson"] == ["-", "n/a"]
+  assert row["max_prob_in_[0.9,1]"] == ["0.7500", "-"]
+
+
+def test_discriminator_warning_only_below_the_prior_auc():
+  assert "disc_auc 0.550" in er.discriminator_warning({"disc_auc": 0.55})
+  assert er.discriminator_warning({"disc_auc": 0.93}) is None
+  # A plain MLM has no discriminator; an undefined AUC gives no warning.
+  assert er.discriminator_warning({"masked_lm_accuracy": 0.3}) is None
+  assert er.discriminator_warning({"disc_auc": None}) is None
