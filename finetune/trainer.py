@@ -143,6 +143,7 @@ class Trainer(object):
       if config.mixed_precision == "float16":
         optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
             optimizer, initial_scale=config.initial_loss_scale)
+      optimization.create_slots(optimizer, self.model.trainable_variables)
     return optimizer, schedule
 
   def _make_train_loop(self, optimizer, global_batch_size):

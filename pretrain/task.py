@@ -111,7 +111,8 @@ def _check_batch_splits(batch_size, num_replicas, accumulation_steps):
 
 
 def _optimizer(config, model):
-  """The optimizer of `config` for `model` (loss-scaled under float16)."""
+  """The optimizer of `config` for `model` (loss-scaled under float16),
+  its slots made."""
   optimizer = optimization.create_optimizer(
       config.learning_rate, config.num_train_steps,
       config.num_warmup_steps, config.weight_decay_rate,
@@ -123,4 +124,5 @@ def _optimizer(config, model):
   if config.mixed_precision == "float16":
     optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
         optimizer, initial_scale=config.initial_loss_scale)
+  optimization.create_slots(optimizer, model.trainable_variables)
   return optimizer
