@@ -121,6 +121,28 @@ def _write_tokenizer_files(output_dir, config, sp_tokenizer=None):
                     settings)
 
 
+def _tokenizer_source(config, sentencepiece_model):
+  """The checked SentencePieceTokenizer of `sentencepiece_model`, or None
+  for config.vocab_file (UserError if that is missing)."""
+  if sentencepiece_model:
+    return hf_sentencepiece.load_checked(sentencepiece_model,
+                                         config.vocab_size)
+  if not io_utils.is_file(config.vocab_file):
+    raise UserError("vocab file %s not found; set hparam vocab_file (or "
+                    "give the SentencePiece model)." % config.vocab_file)
+  return None
+
+
+def _write_folder(folder, tensors, hf_config_dict, config, sp_tokenizer):
+  """One HF folder: `tensors` as model.safetensors, config.json, the
+  tokenizer files."""
+  io_utils.make_dirs(folder)
+  safetensors_io.save(posixpath.join(folder, "model.safetensors"), tensors,
+                      metadata={"format": "pt"})
+  write_json_atomic(posixpath.join(folder, "config.json"), hf_config_dict)
+  _write_tokenizer_files(folder, config, sp_tokenizer)
+
+
 def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
   """Writes `model` (an `ElectraPretrainer`) as two HF folders.
 
@@ -137,29 +159,18 @@ def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
   or of another size than the model's vocabulary.
   """
   names.refuse_relative_position(config, "hf")
-  sp_tokenizer = None
-  if sentencepiece_model:
-    sp_tokenizer = hf_sentencepiece.load_checked(sentencepiece_model,
-                                                 config.vocab_size)
-  elif not io_utils.is_file(config.vocab_file):
-    raise UserError("vocab file %s not found; set hparam vocab_file (or "
-                    "give the SentencePiece model)." % config.vocab_file)
+  sp_tokenizer = _tokenizer_source(config, sentencepiece_model)
   entries = names.model_entries(model, with_sampling_head=False)
   tied = model.generator.mlm_head.output_embeddings is None
-  hparams = {role: config.network_hparams(role)
-             for role in ("discriminator", "generator")}
   folders = {}
   for role in ("discriminator", "generator"):
     tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
                for e in entries if e.role == role}
     folder = posixpath.join(output_dir, role)
-    io_utils.make_dirs(folder)
-    safetensors_io.save(posixpath.join(folder, "model.safetensors"), tensors,
-                        metadata={"format": "pt"})
-    write_json_atomic(posixpath.join(folder, "config.json"), hf_config(
-        hparams[role], ARCHITECTURES[role],
-        tie_word_embeddings=tied or role == "discriminator"))
-    _write_tokenizer_files(folder, config, sp_tokenizer)
+    _write_folder(folder, tensors, hf_config(
+        config.network_hparams(role), ARCHITECTURES[role],
+        tie_word_embeddings=tied or role == "discriminator"), config,
+                  sp_tokenizer)
     log("exported %s: %d tensors -> %s" % (role, len(tensors), folder))
     folders[role] = folder
   sampling_head = getattr(model.generator, "sampling_head", None)
@@ -167,6 +178,27 @@ def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
     log("not exported (no Hugging Face counterpart): the sampling head, "
         "%d tensors" % len(sampling_head.weights))
   return folders
+
+
+def export_hf_encoder(encoder, config, output_dir, sentencepiece_model=None):
+  """Writes a fine-tuned model's encoder as one HF `ElectraModel` folder
+  (`AutoModel.from_pretrained` loads it), with its tokenizer files.
+
+  Args:
+    encoder: the built `ElectraEncoder` of a `FinetuningModel`.
+    config: its `FinetuningConfig`.
+    output_dir: the folder to write.
+    sentencepiece_model: as in `export_hf`.
+  Returns the number of tensors written.
+  """
+  names.refuse_relative_position(config, "hf")
+  sp_tokenizer = _tokenizer_source(config, sentencepiece_model)
+  tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
+             for e in names.model_entries(encoder)}
+  _write_folder(output_dir, tensors, hf_config(config.network_hparams(),
+                                               "ElectraModel"),
+                config, sp_tokenizer)
+  return len(tensors)
 
 
 # HF key prefixes -> the ELECTRA names of interop/names.py. BERT's MLM head

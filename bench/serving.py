@@ -1,0 +1,332 @@
+"""Serving a fine-tuned classifier on CPU: our SavedModel beside transformers.
+
+  python bench/serving.py --data-dir D --model-name M --task sst \\
+      [--trial 1] [--tsv dev.tsv --column sentence] [--sentences N] \\
+      [--batch-sizes 1,32] [--threads 2] [--rounds 3] [--json out.json]
+
+Trial `--trial` of task `--task` fine-tuned in D/models/M (a one-text
+classification task) is exported twice into a work directory
+(`--work-dir`, default a temporary one): as the text-in SavedModel of
+`export_model.py --task` (export/saved_model.py), and through our HF export
+as an `ElectraModel` folder with its vocabulary (interop/hf.py) plus the
+task head's weights. The head is applied in PyTorch as ours computes it
+(the [CLS] state, or the mean over real tokens, times a dense layer):
+transformers' `ElectraForSequenceClassification` has another head (dense,
+GELU, dense), which these weights do not fill.
+
+Each side runs in a process of its own (bench/serving_worker.py), on CPU,
+with `--threads` threads (TensorFlow's intra- and inter-op pools;
+torch.set_num_threads and the fast tokenizer's pool): ours with only
+tensorflow and tensorflow_text imported, the other with transformers'
+AutoTokenizer (fast) and AutoModel. Both read the same sentences (column
+`--column` of `--tsv`). Per round, each side in turn (alternating who goes
+first) times, at each batch size:
+  e2e       text -> label, tokenisation included (ours: serving_default);
+  tokenize  text -> ids (ours: the SavedModel's tokenizer alone);
+  model     ids -> label on the tokenised batches (ours: from_ids).
+The table shows sentences/s of e2e (median of the rounds, and their
+spread), p50/p99 latency per call, the median tokenize and model time per
+call, and the padded length each side computes on (ours pads to
+max_seq_length, transformers to the longest sentence of the batch). The
+predicted labels of both sides are compared. The JSON (`--json`) holds the
+same and every call's time.
+
+Needs torch and transformers (requirements-test.txt); without them it says
+how to install them and exits 2.
+"""
+
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+  sys.path.insert(0, ROOT)
+
+from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
+
+tensorflow_startup()
+
+from bench import serving_exports  # pylint: disable=g-import-not-at-top
+from util.cli import run_main
+from util.errors import UserError
+
+DEFAULT_TSV = os.path.join(os.path.dirname(ROOT), "shared", "data", "tasks",
+                           "movie-snippets", "dev.tsv")
+SIDES = ("ours", "transformers")
+_INSTALL = (
+    "bench/serving.py compares with transformers on PyTorch, which this "
+    "Python lacks (%s). Install them into the venv: pip install "
+    "\"transformers<5\" torch (or the CPU-only wheel: pip install torch "
+    "--index-url https://download.pytorch.org/whl/cpu), or the pinned "
+    "versions: pip install -r requirements-test.txt -c constraints.txt.")
+
+
+def parse_args(argv):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--data-dir", required=True)
+  parser.add_argument("--model-name", required=True)
+  parser.add_argument("--task", required=True,
+                      help="a one-text classification task fine-tuned in "
+                      "D/models/M/finetuning_models/<task>/")
+  parser.add_argument("--trial", type=int, default=1)
+  parser.add_argument("--model-dir", default=None,
+                      help="the model directory, if not D/models/M")
+  parser.add_argument("--tsv", default=DEFAULT_TSV,
+                      help="sentences: a TSV file with a header line")
+  parser.add_argument("--column", default="sentence")
+  parser.add_argument("--sentences", type=int, default=0,
+                      help="use the first N sentences (0: all)")
+  parser.add_argument("--batch-sizes", default="1,32")
+  parser.add_argument("--threads", type=int, default=_cores())
+  parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--work-dir", default=None,
+                      help="where the exports go (new or empty; kept); "
+                      "default a temporary directory, removed")
+  parser.add_argument("--json", default=None, help="write the results here")
+  args = parser.parse_args(argv)
+  try:
+    args.batch_sizes = sorted({int(b) for b in args.batch_sizes.split(",")})
+  except ValueError:
+    raise UserError("--batch-sizes must be integers separated by commas, "
+                    "got %r." % args.batch_sizes)
+  for name in ("trial", "threads", "rounds"):
+    if getattr(args, name) < 1:
+      raise UserError("--%s must be >= 1." % name)
+  if args.sentences < 0 or min(args.batch_sizes) < 1:
+    raise UserError("--sentences must be >= 0 and --batch-sizes >= 1.")
+  return args
+
+
+def _cores():
+  if hasattr(os, "sched_getaffinity"):
+    return len(os.sched_getaffinity(0))
+  return os.cpu_count() or 1
+
+
+def check_transformers():
+  """UserError (exit 2) naming the install command when torch or
+  transformers cannot be imported."""
+  missing = [name for name in ("torch", "transformers")
+             if importlib.util.find_spec(name) is None]
+  if missing:
+    raise UserError(_INSTALL % " and ".join(missing))
+
+
+def read_sentences(path, column, limit=0):
+  """The `column` of a TSV file with a header line (first `limit`; 0: all)."""
+  try:
+    with open(path, encoding="utf-8") as f:
+      lines = f.read().splitlines()
+  except OSError as e:
+    raise UserError("cannot read --tsv %s (%s)." % (path, e.strerror))
+  header = lines[0].split("\t") if lines else []
+  if column not in header:
+    raise UserError("%s has no column %r (its header: %s)." % (
+        path, column, ", ".join(header) or "none"))
+  index = header.index(column)
+  rows = [line.split("\t") for line in lines[1:] if line.strip()]
+  sentences = [row[index] for row in rows if len(row) > index]
+  sentences = sentences[:limit] if limit else sentences
+  if not sentences:
+    raise UserError("%s holds no sentences in column %r." % (path, column))
+  return sentences
+
+
+def _worker_env(threads):
+  """A plain user's environment (no TF_USE_LEGACY_KERAS), CPU only, every
+  thread pool at `threads`."""
+  env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  env.update(CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS=str(threads),
+             MKL_NUM_THREADS=str(threads), RAYON_NUM_THREADS=str(threads))
+  return env
+
+
+class _Worker(object):
+  """A bench/serving_worker.py process of one side."""
+
+  def __init__(self, side, spec_path, work_dir, threads):
+    self.side = side
+    self.log_path = os.path.join(work_dir, "%s.log" % side)
+    self._log = open(self.log_path, "w")
+    self.proc = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "bench", "serving_worker.py"),
+         side, spec_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=self._log, text=True, env=_worker_env(threads))
+
+  def read(self):
+    line = self.proc.stdout.readline()
+    if not line:
+      self.proc.wait()
+      self._log.close()
+      with open(self.log_path) as f:
+        tail = f.read()[-3000:]
+      raise RuntimeError("the %s worker ended (exit %s):\n%s" % (
+          self.side, self.proc.returncode, tail))
+    return json.loads(line)
+
+  def round(self):
+    self.proc.stdin.write("round\n")
+    self.proc.stdin.flush()
+    return self.read()
+
+  def close(self):
+    if self.proc.poll() is None:
+      self.proc.stdin.close()
+      self.proc.wait(timeout=60)
+    self._log.close()
+
+
+def run_rounds(spec_path, work_dir, threads, rounds):
+  """Starts both workers and times `rounds` interleaved rounds.
+
+  Returns ({side: version}, {side: [round results]}).
+  """
+  workers = [_Worker(side, spec_path, work_dir, threads) for side in SIDES]
+  try:
+    versions = {w.side: w.read()["version"] for w in workers}
+    results = {side: [] for side in SIDES}
+    for r in range(rounds):
+      for worker in (workers if r % 2 == 0 else workers[::-1]):
+        sys.stderr.write("round %d/%d: %s\n" % (r + 1, rounds, worker.side))
+        results[worker.side].append(worker.round())
+    return versions, results
+  finally:
+    for worker in workers:
+      if worker.proc.poll() is None:
+        worker.close()
+
+
+def _percentile(values, q):
+  """The nearest-rank q-th percentile of `values`."""
+  ordered = sorted(values)
+  rank = int(math.ceil(q / 100.0 * len(ordered)))
+  return ordered[min(len(ordered), max(rank, 1)) - 1]
+
+
+def summarise(rounds, num_sentences):
+  """One side's rows, one per batch size, from its round results."""
+  rows = []
+  for batch_size in sorted(rounds[0]["times"], key=int):
+    per_round = [r["times"][batch_size] for r in rounds]
+    rates = [num_sentences / sum(t["e2e"]) for t in per_round]
+    pooled = {k: [s for t in per_round for s in t[k]]
+              for k in ("e2e", "tokenize", "model")}
+    rate = statistics.median(rates)
+    tokenize, model = sum(pooled["tokenize"]), sum(pooled["model"])
+    rows.append(dict(
+        batch_size=int(batch_size), sentences_per_s=rate,
+        spread=100.0 * (max(rates) - min(rates)) / rate,
+        p50_ms=1e3 * _percentile(pooled["e2e"], 50),
+        p99_ms=1e3 * _percentile(pooled["e2e"], 99),
+        tokenize_ms=1e3 * statistics.median(pooled["tokenize"]),
+        model_ms=1e3 * statistics.median(pooled["model"]),
+        tokenize_share=100.0 * tokenize / (tokenize + model),
+        padded_length=statistics.mean(t["padded_length"] for t in per_round),
+        rounds_sentences_per_s=rates, calls_s=pooled))
+  return rows
+
+
+def compare(rows):
+  """{batch size: ours / transformers ratios of throughput and p50}."""
+  theirs = {r["batch_size"]: r for r in rows["transformers"]}
+  return {str(r["batch_size"]): dict(
+      throughput=r["sentences_per_s"] /
+      theirs[r["batch_size"]]["sentences_per_s"],
+      p50_latency=r["p50_ms"] / theirs[r["batch_size"]]["p50_ms"])
+          for r in rows["ours"]}
+
+
+_COLUMNS = (("batch_size", "batch", "%d"),
+            ("sentences_per_s", "sentences/s", "%.1f"),
+            ("spread", "spread", "%.1f%%"), ("p50_ms", "p50 ms", "%.2f"),
+            ("p99_ms", "p99 ms", "%.2f"),
+            ("tokenize_ms", "tokenize ms", "%.2f"),
+            ("model_ms", "model ms", "%.2f"),
+            ("tokenize_share", "tokenize share", "%.0f%%"),
+            ("padded_length", "padded length", "%.1f"))
+
+
+def format_table(result):
+  """The result (as `measure` returns it) as a markdown table and notes."""
+  lines = ["| side | %s |" % " | ".join(h for _, h, _ in _COLUMNS),
+           "|---|%s" % ("---:|" * len(_COLUMNS))]
+  for side in SIDES:
+    for row in result["rows"][side]:
+      lines.append("| %s | %s |" % (side, " | ".join(
+          fmt % row[key] for key, _, fmt in _COLUMNS)))
+  lines.append("")
+  for batch_size, ratio in sorted(result["ours_vs_transformers"].items(),
+                                  key=lambda item: int(item[0])):
+    lines.append("batch %s: ours/transformers throughput %.2fx, p50 "
+                 "latency %.2fx" % (batch_size, ratio["throughput"],
+                                    ratio["p50_latency"]))
+  agree = result["labels_agree"]
+  lines.append("labels agree on %d of %d sentences" % (
+      agree, result["num_sentences"]))
+  lines.append("%s, %d threads, %d rounds, %s; %s; %s" % (
+      result["cpu"], result["threads"], result["rounds"], result["date"],
+      result["versions"]["ours"], result["versions"]["transformers"]))
+  return "\n".join(lines)
+
+
+def measure(args, work_dir):
+  """Exports, times both sides; returns the result dict (the JSON)."""
+  from pretrain import peak  # pylint: disable=g-import-not-at-top
+  sentences = read_sentences(args.tsv, args.column, args.sentences)
+  model_dir = args.model_dir or os.path.join(args.data_dir, "models",
+                                             args.model_name)
+  spec = serving_exports.export_both(
+      model_dir, args.data_dir, args.task, args.trial, work_dir,
+      log=lambda line: sys.stderr.write(line + "\n"))
+  spec.update(sentences=sentences, batch_sizes=args.batch_sizes,
+              threads=args.threads)
+  spec_path = os.path.join(work_dir, "spec.json")
+  with open(spec_path, "w", encoding="utf-8") as f:
+    json.dump(spec, f)
+  versions, results = run_rounds(spec_path, work_dir, args.threads,
+                                 args.rounds)
+  rows = {side: summarise(results[side], len(sentences)) for side in SIDES}
+  labels = {side: results[side][0]["labels"] for side in SIDES}
+  return dict(
+      rows=rows, ours_vs_transformers=compare(rows), labels=labels,
+      labels_agree=sum(a == b for a, b in zip(*labels.values())),
+      num_sentences=len(sentences), tsv=args.tsv, task=args.task,
+      threads=args.threads, rounds=args.rounds, versions=versions,
+      cpu=peak.cpu_name(), max_seq_length=spec["max_seq_length"],
+      date=datetime.datetime.now(datetime.timezone.utc).strftime(
+          "%Y-%m-%d %H:%M UTC"))
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  check_transformers()
+  work_dir = args.work_dir or tempfile.mkdtemp(prefix="serving_bench_")
+  if args.work_dir:
+    if os.path.isdir(work_dir) and os.listdir(work_dir):
+      raise UserError("--work-dir %s is not empty; give a new or empty "
+                      "directory." % work_dir)
+    os.makedirs(work_dir, exist_ok=True)
+  try:
+    result = measure(args, work_dir)
+  finally:
+    if not args.work_dir:
+      shutil.rmtree(work_dir, ignore_errors=True)
+  print(format_table(result))
+  if args.json:
+    with open(args.json, "w", encoding="utf-8") as f:
+      json.dump(result, f, indent=1, sort_keys=True)
+  return 0
+
+
+if __name__ == "__main__":
+  run_main(main)

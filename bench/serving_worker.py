@@ -1,0 +1,147 @@
+"""One side of bench/serving.py, in a process of its own: "ours" (the
+SavedModel, with only tensorflow and tensorflow_text imported, as a user
+serves it) or "transformers" (PyTorch, the same weights and a fast
+tokenizer).
+
+  python bench/serving_worker.py ours|transformers SPEC.json
+
+SPEC.json: {"sentences": [str], "batch_sizes": [int], "threads": int,
+"saved_model", "tokenizer_saved_model", "hf_folder", "head": {"pooling",
+"kernel" [hidden, labels], "bias" [labels]}, "max_seq_length": int}.
+The worker loads its side, runs every measurement once untimed, prints one
+JSON line {"ready": ...} and then, for each line read on stdin, times one
+round and prints its JSON line: per batch size, the seconds of every call
+of `e2e` (text -> label), `tokenize` (text -> ids) and `model` (ids ->
+label), the mean padded length, and the label ids of the batch-size-max
+pass. It ends at the end of stdin. It imports nothing of the project.
+"""
+
+import json
+import sys
+import time
+
+
+def _batches(sentences, batch_size):
+  return [sentences[i:i + batch_size]
+          for i in range(0, len(sentences), batch_size)]
+
+
+class _Ours(object):
+  """The SavedModel's two signatures and the bench's tokenizer-only one."""
+
+  def __init__(self, spec):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow_text  # noqa: F401 pylint: disable=unused-import,g-import-not-at-top
+    self.tf = tf
+    tf.config.threading.set_intra_op_parallelism_threads(spec["threads"])
+    tf.config.threading.set_inter_op_parallelism_threads(spec["threads"])
+    served = tf.saved_model.load(spec["saved_model"])
+    self._text = served.signatures["serving_default"]
+    self._ids = served.signatures["from_ids"]
+    self._encode = tf.saved_model.load(
+        spec["tokenizer_saved_model"]).signatures["serving_default"]
+    self.version = "tensorflow %s" % tf.__version__
+
+  def tokenize(self, texts):
+    out = self._encode(text=self.tf.constant(texts))
+    return {k: out[k] for k in ("input_ids", "input_mask", "segment_ids")}
+
+  def padded_length(self, ids):
+    return int(ids["input_ids"].shape[1])
+
+  def model(self, ids):
+    return self._ids(**ids)["label_id"].numpy()
+
+  def e2e(self, texts):
+    return self._text(text=self.tf.constant(texts))["label_id"].numpy()
+
+
+class _Transformers(object):
+  """AutoTokenizer (fast) and AutoModel (ElectraModel) + the task's head."""
+
+  def __init__(self, spec):
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import torch  # pylint: disable=g-import-not-at-top
+    import transformers  # pylint: disable=g-import-not-at-top
+    self.torch = torch
+    torch.set_num_threads(spec["threads"])
+    torch.set_num_interop_threads(spec["threads"])
+    folder = spec["hf_folder"]
+    self._tokenizer = transformers.AutoTokenizer.from_pretrained(
+        folder, use_fast=True)
+    if not self._tokenizer.is_fast:
+      raise SystemExit("transformers gave no fast tokenizer for %s" % folder)
+    self._model = transformers.AutoModel.from_pretrained(folder).eval()
+    head = spec["head"]
+    self._mean = head["pooling"] == "mean"
+    self._kernel = torch.from_numpy(np.asarray(head["kernel"], np.float32))
+    self._bias = torch.from_numpy(np.asarray(head["bias"], np.float32))
+    self._max_len = spec["max_seq_length"]
+    self.version = "transformers %s, torch %s" % (transformers.__version__,
+                                                  torch.__version__)
+
+  def tokenize(self, texts):
+    return self._tokenizer(texts, padding=True, truncation=True,
+                           max_length=self._max_len, return_tensors="pt")
+
+  def padded_length(self, ids):
+    return int(ids["input_ids"].shape[1])
+
+  def model(self, ids):
+    with self.torch.inference_mode():
+      states = self._model(**ids).last_hidden_state
+      if self._mean:
+        mask = ids["attention_mask"].unsqueeze(-1).to(states.dtype)
+        pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+      else:
+        pooled = states[:, 0]
+      logits = pooled @ self._kernel + self._bias
+      return logits.argmax(-1).numpy()
+
+  def e2e(self, texts):
+    return self.model(self.tokenize(texts))
+
+
+def _timed(fn, inputs):
+  """(seconds of each call of fn on each input, the outputs)."""
+  seconds, outputs = [], []
+  for x in inputs:
+    start = time.perf_counter()
+    outputs.append(fn(x))
+    seconds.append(time.perf_counter() - start)
+  return seconds, outputs
+
+
+def measure(side, sentences, batch_sizes):
+  """One round: {batch size: {"e2e", "tokenize", "model": [seconds],
+  "padded_length": mean}} and the labels of the largest batch size."""
+  result, labels = {}, None
+  for batch_size in batch_sizes:
+    batches = _batches(sentences, batch_size)
+    e2e, predicted = _timed(side.e2e, batches)
+    tokenize, ids = _timed(side.tokenize, batches)
+    model, _ = _timed(side.model, ids)
+    lengths = [side.padded_length(x) for x in ids]
+    result[str(batch_size)] = dict(
+        e2e=e2e, tokenize=tokenize, model=model,
+        padded_length=sum(lengths) / float(len(lengths)))
+    labels = [int(label) for batch in predicted for label in batch]
+  return dict(times=result, labels=labels)
+
+
+def main(argv):
+  kind, spec_path = argv[1], argv[2]
+  with open(spec_path, encoding="utf-8") as f:
+    spec = json.load(f)
+  side = (_Ours if kind == "ours" else _Transformers)(spec)
+  sentences, batch_sizes = spec["sentences"], spec["batch_sizes"]
+  warmup = sentences[:max(batch_sizes)]
+  measure(side, warmup, batch_sizes)  # traces, allocates, fills caches
+  print(json.dumps(dict(ready=kind, version=side.version)), flush=True)
+  for _ in sys.stdin:
+    print(json.dumps(measure(side, sentences, batch_sizes)), flush=True)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv))
