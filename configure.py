@@ -237,8 +237,21 @@ FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.",
                                      min=1)
 
 
-# {"vocab_size": the vocabulary's size} unless hparams set it (checked).
-implied_vocab_size = vocab_layout.implied_vocab_size
+def vocab_file_of(data_dir, vocab_file=None):
+  """The vocabulary a config reads: hparam `vocab_file` when set, else the
+  data directory's (util/vocab_layout.py)."""
+  return vocab_file or vocab_layout.data_dir_vocabulary(data_dir)
+
+
+def with_vocab_size(config_cls, data_dir, hparams):
+  """`hparams` (a dict) with `vocab_size` set to the size of the
+  vocabulary a `config_cls` built from them reads, unless they set it
+  (then it must match: ConfigError) or the file is missing (the caller
+  reports that). Unknown keys and wrong types raise first, as building the
+  config would; the config is then built once, from the result."""
+  config_cls.check_user_values(hparams)
+  vocab_file = vocab_file_of(data_dir, hparams.get("vocab_file"))
+  return dict(hparams, **vocab_layout.implied_vocab_size(hparams, vocab_file))
 
 
 class _Config(HParams):
@@ -255,8 +268,7 @@ class _Config(HParams):
   mixed_precision_auto = None
 
   def _derive(self):
-    self.vocab_file = (self.vocab_file or
-                       vocab_layout.data_dir_vocabulary(self.data_dir))
+    self.vocab_file = vocab_file_of(self.data_dir, self.vocab_file)
     self.model_dir = self.model_dir or os.path.join(self.data_dir, "models",
                                                     self.model_name)
     self.model_hparams, self.embedding_size = transformer_hparams.resolve(
@@ -306,8 +318,8 @@ class PretrainingConfig(_Config):
       presets.update(learning_rate=2e-4, train_batch_size=2048,
                      max_seq_length=512, num_train_steps=400000,
                      mask_prob=0.25)
-    sampler = samplers.REGISTRY.get(kwargs.get("sampling"))
-    if sampler is not None and sampler.learns:
+    sampling = kwargs.get("sampling", self.FIELDS["sampling"].default)
+    if samplers.learns(sampling):
       presets.update(focal_gamma=1.0)
     if kwargs.get("debug"):
       presets.update(train_batch_size=8, eval_batch_size=4,
@@ -341,7 +353,7 @@ class PretrainingConfig(_Config):
       raise ConfigError("gen_weight 0 leaves the MLM generator untrained "
                         "while sampling 'mlm' samples from it; use sampling "
                         "'uniform' for an untrained generator.")
-    if self.disc_importance_weighting and not sampler.learns:
+    if self.disc_importance_weighting and not samplers.learns(sampler):
       raise ConfigError("disc_importance_weighting weights by p_G/p_S and "
                         "needs sampling 'hp_loss' or 'hp_dist', not %r." %
                         self.sampling)

@@ -20,7 +20,7 @@ from util.cli import tensorflow_startup
 tensorflow_startup()
 
 from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
-from configure import implied_vocab_size
+from configure import with_vocab_size
 from util.hparams import load_hparams
 from util.cli import run_main
 
@@ -50,11 +50,8 @@ def main(argv=None):
       hparams, adopted = adoption.adopt(
           FinetuningConfig, args.model_name, args.data_dir, hparams, source,
           log=lambda line: print(line, flush=True))
+  hparams = with_vocab_size(FinetuningConfig, args.data_dir, hparams)
   config = FinetuningConfig(args.model_name, args.data_dir, **hparams)
-  implied = implied_vocab_size(hparams, config.vocab_file)
-  if implied:
-    config = FinetuningConfig(args.model_name, args.data_dir,
-                              **dict(hparams, **implied))
   config.adopted_from = adopted
   # Imported here so a bad flag or hparam is reported before TensorFlow loads.
   from finetune import runner  # pylint: disable=g-import-not-at-top

@@ -42,19 +42,17 @@ def build_config(data_dir, model_name, hparams):
     hparams, adopted = adoption.adopt(
         configure.PretrainingConfig, model_name, data_dir, hparams,
         hparams["init_checkpoint"], log=lambda line: print(line, flush=True))
+  hparams = configure.with_vocab_size(configure.PretrainingConfig, data_dir,
+                                      hparams)
+  heldout = os.path.join(data_dir, "pretrain_tfrecords",
+                         "heldout_data.tfrecord*")
+  if "eval_tfrecords" not in hparams and io_utils.glob(heldout):
+    hparams["eval_tfrecords"] = heldout
   config = configure.PretrainingConfig(model_name, data_dir, **hparams)
   if not io_utils.exists(config.vocab_file):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
                     "put a vocab.txt or sentencepiece.model in the data "
                     "directory)." % config.vocab_file)
-  implied = configure.implied_vocab_size(hparams, config.vocab_file)
-  heldout = os.path.join(data_dir, "pretrain_tfrecords",
-                         "heldout_data.tfrecord*")
-  if "eval_tfrecords" not in hparams and io_utils.glob(heldout):
-    implied["eval_tfrecords"] = heldout
-  if implied:
-    config = configure.PretrainingConfig(model_name, data_dir,
-                                         **dict(hparams, **implied))
   config.adopted_from = adopted
   return config
 

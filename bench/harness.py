@@ -148,8 +148,10 @@ def ours(config):
 
   def make_step(model, optimizer):
     return train_step_lib.pretraining_train_step(
-        model, optimizer, config, optimizer.iterations,
-        lambda out, unused_features: out["total_loss"])
+        model, optimizer, optimizer.iterations,
+        lambda out, unused_features: out["total_loss"],
+        clip_norm=config.clip_norm, jit_compile=config.jit_compile,
+        accumulation_steps=config.gradient_accumulation_steps)
   return StepRunner(config.sampling, config, build, make_step)
 
 

@@ -80,8 +80,8 @@ def build_pretrainer(config):
     gen_encoder = build_encoder(config, gen_hparams, embeddings,
                                 name="generator_encoder")
   sampler = samplers.from_config(config.sampling, config)
-  generator_cls = (HardnessPredictionGenerator if sampler.learns else
-                   MaskedLMGenerator)
+  generator_cls = (HardnessPredictionGenerator if samplers.learns(sampler)
+                   else MaskedLMGenerator)
   generator = generator_cls(
       gen_encoder, config.embedding_size, config.vocab_size,
       gen_hparams["hidden_act"], gen_hparams["initializer_range"],

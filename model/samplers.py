@@ -340,6 +340,22 @@ def sampler_class(name):
   return REGISTRY[name]
 
 
+def learns(sampler):
+  """Whether `sampler` learns: it has a sampling head (HP-Loss, HP-Dist),
+  so the generator gets a second vocabulary head, the objective a
+  sampling loss and the evaluation the estimator's analyses. The one
+  answer to "does this model learn a sampler" (the config, the builders,
+  the pre-trainer, its evaluation and the FLOPs count ask it).
+
+  Args:
+    sampler: a `Sampler`, or a name of the registry (a config's
+      `sampling`).
+  """
+  if isinstance(sampler, str):
+    sampler = sampler_class(sampler)
+  return sampler.learns
+
+
 def from_config(name, config):
   """The sampler `name` with its hyperparameters from `config`."""
   return sampler_class(name).from_config(config)

@@ -138,7 +138,8 @@ class ReplicaTrainStep(object):
             1.0 - tf.cast(finite, tf.float32))
 
 
-def pretraining_train_step(model, optimizer, config, step, outputs_fn):
+def pretraining_train_step(model, optimizer, step, outputs_fn, clip_norm,
+                           jit_compile=False, accumulation_steps=1):
   """The train step of an `ElectraPretrainer` (run_pretraining.py and
   bench/ use this one): features -> (outputs, grad_norm, skipped), as a
   `ReplicaTrainStep`.
@@ -155,13 +156,13 @@ def pretraining_train_step(model, optimizer, config, step, outputs_fn):
   Args:
     model: the pre-training model (variables built).
     optimizer: its optimizer.
-    config: the `PretrainingConfig` (clip_norm, jit_compile,
-      gradient_accumulation_steps).
     step: the global step (a scalar variable; the sampling warm-up reads it).
     outputs_fn: (model outputs, features) -> nest of tensors that add over
       micro-batches (e.g. `pretrain.step_statistics.step_statistics`).
+    clip_norm, jit_compile, accumulation_steps: as `ReplicaTrainStep`'s
+      (hparams `clip_norm`, `jit_compile`, `gradient_accumulation_steps`).
   """
-  compile_forward_only = (config.jit_compile and
+  compile_forward_only = (jit_compile and
                           model.needs_cross_replica_sums and
                           _num_replicas() > 1)
 
@@ -176,9 +177,9 @@ def pretraining_train_step(model, optimizer, config, step, outputs_fn):
     return out["total_loss"], outputs_fn(out, features)
 
   replica_step = ReplicaTrainStep(
-      loss_fn, lambda: model.trainable_variables, optimizer, config.clip_norm,
-      jit_compile=config.jit_compile and not compile_forward_only,
-      accumulation_steps=config.gradient_accumulation_steps)
+      loss_fn, lambda: model.trainable_variables, optimizer, clip_norm,
+      jit_compile=jit_compile and not compile_forward_only,
+      accumulation_steps=accumulation_steps)
 
   def train_step(features):
     return replica_step(features, losses.loss_denominators(features))

@@ -52,7 +52,7 @@ def make_eval_step(config, model, strategy):
     if "disc_probs" not in out:
       return batch
     batch["disc_correct_" + sampler.drawn_from] = _disc_correct(out)
-    if sampler.learns:
+    if model.learns_sampler:
       batch.update({k: out[k] for k in _ESTIMATOR_KEYS})
       under_pg = model(features, training=False,
                        sampler=samplers.GeneratorSampler())

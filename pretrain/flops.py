@@ -40,7 +40,7 @@ def pretraining_step_flops(config):
                       2 * d["hidden_size"])                 # RTD head
   forward += _encoder_forward(g["hidden_size"], seq, g["num_hidden_layers"],
                               g["intermediate_size"], g["embedding_size"])
-  heads = 2 if samplers.sampler_class(config.sampling).learns else 1
+  heads = 2 if samplers.learns(config.sampling) else 1
   forward += heads * _vocab_head_forward(g["hidden_size"], g["embedding_size"],
                                          g["vocab_size"], preds)
   return 3 * forward * config.train_batch_size

@@ -53,10 +53,13 @@ class PretrainingTask(object):
     by the replicas so that their sum over replicas is the value."""
     if self._train_step is None:
       learns_sampler = self.model.learns_sampler
+      config = self.config
       self._train_step = train_step_lib.pretraining_train_step(
-          self.model, self.optimizer, self.config, self.global_step,
+          self.model, self.optimizer, self.global_step,
           lambda out, features: step_statistics.step_statistics(
-              out, features, learns_sampler))
+              out, features, learns_sampler),
+          clip_norm=config.clip_norm, jit_compile=config.jit_compile,
+          accumulation_steps=config.gradient_accumulation_steps)
     stats, norm, skipped = self._train_step(features)
     self.global_step.assign_add(1)
     stats = dict(stats)

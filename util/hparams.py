@@ -155,10 +155,7 @@ class HParams(object):
   def __init__(self, model_name, data_dir, **kwargs):
     self.model_name = model_name
     self.data_dir = data_dir
-    for key in kwargs:
-      if key not in self.FIELDS:
-        raise unknown_key_error(key, self.FIELDS)
-      check_value(key, kwargs[key], self.FIELDS[key])
+    self.check_user_values(kwargs)
     for key, field in self.FIELDS.items():
       default = field.default
       setattr(self, key, dict(default) if isinstance(default, dict) else
@@ -175,6 +172,16 @@ class HParams(object):
     self.user_hparams = dict(kwargs)
     self._derive()
     self._validate()
+
+  @classmethod
+  def check_user_values(cls, kwargs):
+    """Raises ConfigError for an unknown key or a value of the wrong type
+    (the first checks of building a config; ranges and cross-field checks
+    come after)."""
+    for key in kwargs:
+      if key not in cls.FIELDS:
+        raise unknown_key_error(key, cls.FIELDS)
+      check_value(key, kwargs[key], cls.FIELDS[key])
 
   def _presets(self, kwargs):
     return {}

@@ -155,7 +155,8 @@ class ElectraPretrainer(tf_keras.Model):
 
   @property
   def learns_sampler(self):
-    return self.sampler.learns
+    """Whether the model's sampler learns (`samplers.learns`)."""
+    return samplers.learns(self.sampler)
 
   def call(self, features, training=None, step=0, sampler=None,
            loss_denominators=None):

@@ -65,9 +65,11 @@ def step_losses(mode, jit_compile=False):
       config.learning_rate, config.num_train_steps, config.num_warmup_steps,
       config.weight_decay_rate, config.adam_epsilon, config.lr_decay_power)
   step = train_step_lib.pretraining_train_step(
-      model, optimizer, config, optimizer.iterations,
+      model, optimizer, optimizer.iterations,
       lambda out, f: step_statistics.step_statistics(
-          out, f, model.learns_sampler))
+          out, f, model.learns_sampler),
+      clip_norm=config.clip_norm, jit_compile=config.jit_compile,
+      accumulation_steps=config.gradient_accumulation_steps)
   run = tf.function(lambda f: step(f)[0])
   return [{k: float(v) for k, v in run(features).items() if k in LOSSES}
           for _ in range(STEPS)]
