@@ -237,23 +237,6 @@ FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.",
                                      min=1)
 
 
-def vocab_file_of(data_dir, vocab_file=None):
-  """The vocabulary a config reads: hparam `vocab_file` when set, else the
-  data directory's (util/vocab_layout.py)."""
-  return vocab_file or vocab_layout.data_dir_vocabulary(data_dir)
-
-
-def with_vocab_size(config_cls, data_dir, hparams):
-  """`hparams` (a dict) with `vocab_size` set to the size of the
-  vocabulary a `config_cls` built from them reads, unless they set it
-  (then it must match: ConfigError) or the file is missing (the caller
-  reports that). Unknown keys and wrong types raise first, as building the
-  config would; the config is then built once, from the result."""
-  config_cls.check_user_values(hparams)
-  vocab_file = vocab_file_of(data_dir, hparams.get("vocab_file"))
-  return dict(hparams, **vocab_layout.implied_vocab_size(hparams, vocab_file))
-
-
 class _Config(HParams):
   """The model and path fields shared by pre-training and fine-tuning.
 
@@ -268,7 +251,8 @@ class _Config(HParams):
   mixed_precision_auto = None
 
   def _derive(self):
-    self.vocab_file = vocab_file_of(self.data_dir, self.vocab_file)
+    self.vocab_file = vocab_layout.config_vocabulary(self.data_dir,
+                                                     self.vocab_file)
     self.model_dir = self.model_dir or os.path.join(self.data_dir, "models",
                                                     self.model_name)
     self.model_hparams, self.embedding_size = transformer_hparams.resolve(

@@ -20,9 +20,9 @@ from util.cli import tensorflow_startup
 tensorflow_startup()
 
 from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
-from configure import with_vocab_size
 from util.hparams import load_hparams
 from util.cli import run_main
+from util.vocab_layout import with_vocab_size
 
 
 def parse_args(argv=None):

@@ -27,6 +27,7 @@ from util.errors import UserError
 from util import hparams as hparams_lib
 from util import io_utils
 from util import run_lock
+from util import vocab_layout
 from util.io_utils import check_writable
 
 
@@ -42,8 +43,8 @@ def build_config(data_dir, model_name, hparams):
     hparams, adopted = adoption.adopt(
         configure.PretrainingConfig, model_name, data_dir, hparams,
         hparams["init_checkpoint"], log=lambda line: print(line, flush=True))
-  hparams = configure.with_vocab_size(configure.PretrainingConfig, data_dir,
-                                      hparams)
+  hparams = vocab_layout.with_vocab_size(configure.PretrainingConfig,
+                                         data_dir, hparams)
   heldout = os.path.join(data_dir, "pretrain_tfrecords",
                          "heldout_data.tfrecord*")
   if "eval_tfrecords" not in hparams and io_utils.glob(heldout):

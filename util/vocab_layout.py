@@ -113,3 +113,21 @@ def implied_vocab_size(hparams, vocab_file):
                       "\"vocab_size\": %d or drop it to take the vocab's." %
                       (hparams["vocab_size"], vocab_file, size, size))
   return {}
+
+
+def config_vocabulary(data_dir, vocab_file=None):
+  """The vocabulary a config reads: hparam `vocab_file` when set, else the
+  data directory's (`data_dir_vocabulary`)."""
+  return vocab_file or data_dir_vocabulary(data_dir)
+
+
+def with_vocab_size(config_cls, data_dir, hparams):
+  """`hparams` (a dict) with `vocab_size` set to the size of the
+  vocabulary a `config_cls` (configure.py's) built from them reads, unless
+  they set it (then it must match: ConfigError) or the file is missing
+  (the caller reports that). Unknown keys and wrong types raise first, as
+  building the config would; the config is then built once, from the
+  result."""
+  config_cls.check_user_values(hparams)
+  vocab_file = config_vocabulary(data_dir, hparams.get("vocab_file"))
+  return dict(hparams, **implied_vocab_size(hparams, vocab_file))
