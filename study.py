@@ -14,6 +14,15 @@ once on one machine, its workers share the grid (studies/runner.py).
 `--dry-run` lists the runs, which are done, and the estimated time;
 `--report-only` writes the report of the runs finished so far (its
 provenance says how many of all) and runs nothing.
+
+A study can outlive its work_dir (a machine that starts fresh each
+session): the config's "archive", a directory in the repository, receives
+the small result files of each run as soon as it finishes
+(studies/archive.py). Commit it after a session (`git add <archive>`).
+On start (a run, --dry-run or --report-only) every run that is not done
+in the work_dir but archived is restored from it, so it counts as done;
+a pre-training whose model is gone but still needed by a run not done
+yet runs again (with its seed, the same model; --dry-run says "rerun").
 """
 
 import argparse
@@ -46,6 +55,7 @@ def main(argv=None):
     runner.describe(study)
     return 0
   if args.report_only:
+    runner.restore(study)
     print("report: %s" % report.write_report(
         study, args.output or report.default_output(study)))
     return 0

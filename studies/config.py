@@ -19,7 +19,8 @@ from util.errors import UserError
 from util.hparams import unknown_key_error
 
 _TOP_KEYS = ("name", "work_dir", "data", "start", "pretraining",
-             "finetuning", "budget_hours", "description", "notes", "report")
+             "finetuning", "budget_hours", "description", "notes", "report",
+             "archive")
 _DATA_KEYS = ("corpus_dir", "vocab_size", "max_seq_length",
               "heldout_fraction", "num_shards")
 _START_KEYS = ("name", "source")
@@ -77,10 +78,16 @@ def load_study(path):
   _check_finetuning_seeds(path, fine)
   _check_task_rows(path, study)
   _check_corpus_dir(path, study)
-  for key in ("notes", "report"):
+  for key in ("notes", "report", "archive"):
     if key in study and not isinstance(study[key], str):
       raise UserError("%s: %s must be a path, got %r." % (path, key,
                                                          study[key]))
+  if "archive" in study and not os.path.relpath(
+      plan_lib.repo_path(study["archive"]),
+      plan_lib.work_dir(study)).startswith(".."):
+    raise UserError("%s: archive %s is inside work_dir: it must outlive it "
+                    "(a directory in the repository)." % (path,
+                                                           study["archive"]))
   if "notes" in study and not os.path.isfile(
       plan_lib.repo_path(study["notes"])):
     raise UserError("%s: notes %s not found." % (path, study["notes"]))

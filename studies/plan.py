@@ -32,7 +32,8 @@ downstream tasks:
                 ...]},
     "budget_hours": 2.5,
     "notes": "study/cpu_default.md",        # markdown put into RESULTS.md
-    "report": "docs/RESULTS.md"             # study.py's default --output
+    "report": "docs/RESULTS.md",            # study.py's default --output
+    "archive": "docs/results_cpu/runs"      # optional: see below
   }
 
 A regime's `init_from` names a model of an earlier regime: the study
@@ -58,17 +59,27 @@ outside the study, with its own vocab.txt (studies/released.py). With one:
   * the fine-tunings of the start and of random initialisation run first
     (they need no pre-training), task by task, then the pre-trainings.
 
+Runs are ordered so that what reads a model follows it: each pre-training,
+then its export (if a regime starts from it), then its fine-tunings
+(`plan`).
+
 A task's `source` is a directory with `train.tsv` and `dev.tsv`, or one
 `.tsv` file that the study splits 80/10/10 with a fixed seed; the study
 writes it as `<work_dir>/data/finetuning_data/<name>/` with a task.json.
-Every run is one `run_pretraining.py` or `run_finetuning.py` call, done
-when its results file exists (so a study resumes where it stopped).
+Every run is one `run_pretraining.py`, `export_model.py` or
+`run_finetuning.py` call, done when its results file exists (so a study
+resumes where it stopped).
+
+An `archive` (a directory in the repository) keeps the small result files
+of every finished run, so that a study outlives its work_dir: a session on
+a fresh machine restores them and runs only the rest (studies/archive.py).
 """
 
 import collections
 import itertools
 import json
 import os
+import re
 
 import configure
 from interop import convert
@@ -246,36 +257,39 @@ def finetuning_hparams(study, task, model, init_checkpoint):
   return hparams
 
 
+def _export_run(study, source, pretrain_id):
+  """The run that exports `source` (a study's own model that a regime
+  starts from) as Hugging Face folders."""
+  output = export_dir(study, source)
+  return Run(
+      "export %s" % source, "export",
+      ["export_model.py", "--data-dir", data_dir(study), "--model-name",
+       source, "--format", "hf", "--output", output, "--overwrite"],
+      os.path.join(output, "discriminator", "config.json"), source, 0, 0,
+      (pretrain_id,))
+
+
 def _pretraining_runs(study):
-  """The pre-training runs, each after the export of the model it starts
-  from (a study's own model; the released start loads as it is)."""
+  """The pre-training runs, each model that a regime starts from (a study's
+  own; the released start loads as it is) followed by its export."""
   data = data_dir(study)
+  sources = {s.get("init_from") for s in regimes(study).values()} - {
+      None, start_name(study)}
   runs = []
-  pretrain_ids = {}  # model name -> the id of the run that pre-trains it
   for name, regime, variant, seed in pretrained_models(study):
     source = regimes(study)[regime].get("init_from")
-    if source == start_name(study):
-      source = None
-    if source and not any(r.kind == "export" and r.model == source
-                          for r in runs):
-      output = export_dir(study, source)
-      runs.append(Run(
-          "export %s" % source, "export",
-          ["export_model.py", "--data-dir", data, "--model-name", source,
-           "--format", "hf", "--output", output, "--overwrite"],
-          os.path.join(output, "discriminator", "config.json"), source, 0, 0,
-          (pretrain_ids[source],)))
     hparams = pretraining_hparams(study, regime, variant, seed)
-    pretrain_ids[name] = "pretrain %s/%s/seed%d" % (regime, variant, seed)
     runs.append(Run(
-        pretrain_ids[name], "pretrain",
+        "pretrain %s/%s/seed%d" % (regime, variant, seed), "pretrain",
         ["run_pretraining.py", "--data-dir", data, "--model-name", name,
          "--hparams", json.dumps(hparams, sort_keys=True)],
         os.path.join(data, "models", name, "results", "pretrain_eval.json"),
         name, hparams.get(
             "num_train_steps",
             configure.PRETRAIN_FIELDS["num_train_steps"].default), 0,
-        ("export %s" % source,) if source else ()))
+        ("export %s" % source,) if source in sources else ()))
+    if name in sources:
+      runs.append(_export_run(study, name, runs[-1].id))
   return runs
 
 
@@ -305,14 +319,34 @@ def _finetuning_runs(study, pretrain_ids):
 
 
 def plan(study):
-  """Every `Run` of the study, in order: pre-training, then fine-tuning of
-  each model on each task. With a released start, the fine-tunings that
-  need no pre-training (the start's and random initialisation's on every
-  task, the study's reference points) run first, the first task's first."""
+  """Every `Run` of the study, in order: each pre-training followed by what
+  reads its model (its export, then its fine-tunings, task by task), so a
+  model is used while it is on disk and a session that stops between
+  runs leaves at most one pre-training whose dependants are not done (the
+  archive keeps results, not models: studies/archive.py). With a released
+  start, the fine-tunings that need no pre-training (the start's and random
+  initialisation's on every task, the study's reference points) run first,
+  the first task's first; without one, random initialisation's run last."""
   pretraining = _pretraining_runs(study)
-  by_task = _finetuning_runs(study, {r.model: r.id for r in pretraining
-                                     if r.kind == "pretrain"})
-  early = [r for runs in by_task for r in runs if not r.needs] if (
-      "start" in study) else []
-  return early + pretraining + [r for runs in by_task for r in runs
-                                if r not in early]
+  finetuning = [r for runs in _finetuning_runs(
+      study, {r.model: r.id for r in pretraining if r.kind == "pretrain"})
+                for r in runs]
+  free = [r for r in finetuning if not r.needs]
+  reading = {}  # pre-training id -> the fine-tunings of its model
+  for run in finetuning:
+    if run.needs:
+      reading.setdefault(run.needs[0], []).append(run)
+  exported = {r.needs[0] for r in pretraining if r.kind == "export"}
+  chained = []
+  for run in pretraining:
+    chained.append(run)
+    if run.kind == "export" or run.id not in exported:
+      chained += reading.get(run.needs[0] if run.kind == "export" else
+                             run.id, [])
+  return (free if "start" in study else []) + chained + (
+      [] if "start" in study else free)
+
+
+def file_name(run):
+  """A file name for `run` (its claim, its log, its archive entry)."""
+  return re.sub(r"[^A-Za-z0-9_.-]+", "_", run.id)

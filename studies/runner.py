@@ -16,19 +16,27 @@ claim of a worker that died. A run starts only once the runs it reads
 from (`Run.needs`: the pre-training a fine-tuning starts from, the export a
 continued pre-training loads) are done, so a worker never reads a model
 that another worker is still making.
+
+With an archive (studies/archive.py), each run is archived as soon as it
+finishes, and on start (`run_all`, `describe`; study.py --report-only)
+`restore` copies back the archived runs that the work_dir lacks; a
+pre-training (or export) whose model is gone while a run not done yet
+reads it runs again instead.
 """
 
+import collections
+import contextlib
 import fcntl
 import functools
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
 import time
 
 import configure
+from studies import archive as archive_lib
 from studies import plan as plan_lib
 from util import io_utils
 from util import run_lock
@@ -130,30 +138,92 @@ def live_workers(study):
   return len(holders)
 
 
+def restore(study, runs=None, archive_done=False):
+  """Restores from the study's archive (studies/archive.py) every run that
+  is not done in the work_dir but archived with its settings: its files
+  are copied back and its wall time and span go to timings.json and
+  spans.json, so it counts as done. Returns {run id: (state, note)} in plan
+  order, state "done", "restored", "todo" or "rerun".
+
+  A pre-training or export whose model is not in the work_dir but is read
+  by a run that is not done (`Run.needs`) is not restored but run again
+  ("rerun"; with its seed and data it makes the same model): its done file
+  is removed if it is there. `archive_done` also archives the runs done
+  in the work_dir that the archive lacks (run_all does).
+  """
+  runs = runs or plan_lib.plan(study)
+  if not archive_lib.directory(study):
+    return {r.id: ("done" if is_done(r) else "todo", "") for r in runs}
+  readers = {}  # run id -> the ids of the runs that read its output
+  for run in runs:
+    for need in run.needs:
+      readers.setdefault(need, []).append(run.id)
+  states, timings, spans, restored = {}, load_timings(study), load_spans(
+      study), {}
+  for run in reversed(runs):  # A run's readers come after it.
+    pending = [r for r in readers.get(run.id, ())
+               if states[r][0] in ("todo", "rerun")]
+    gone = pending and not archive_lib.has_model(study, run)
+    manifest, why = archive_lib.load(study, run)
+    if gone and (is_done(run) or manifest):
+      if is_done(run):
+        with contextlib.suppress(FileNotFoundError):  # Another worker's.
+          os.remove(run.done_file)
+      states[run.id] = ("rerun", "its model is gone and %s needs it" %
+                        pending[0])
+    elif is_done(run):
+      states[run.id] = ("done", "")
+      if archive_done and manifest is None:
+        archive_lib.save(study, run, (timings[run.id], spans.get(run.id))
+                         if run.id in timings else None)
+    elif manifest:
+      archive_lib.copy_back(study, run, manifest)
+      if "seconds" in manifest:
+        restored[run.id] = (manifest["seconds"], manifest.get("span"))
+      states[run.id] = ("restored", "from the archive")
+    else:
+      states[run.id] = ("todo", why or "")
+  if restored:
+    _record_timings(study, restored)
+  return {r.id: states[r.id] for r in runs}
+
+
+def _restore_line(study, states):
+  """"N runs restored from <archive>, M to run again" or None."""
+  count = collections.Counter(state for state, _ in states.values())
+  if not (count["restored"] or count["rerun"]):
+    return None
+  return "%d run(s) restored from %s, %d to run again (their model is " \
+         "gone)" % (count["restored"], study["archive"], count["rerun"])
+
+
 def describe(study, log=print):
-  """--dry-run: every run, whether it is done, and the time left."""
+  """--dry-run: every run, whether it is done (or restored from the
+  archive, or to run again), and the time left."""
   runs = plan_lib.plan(study)
+  states = restore(study, runs)
   timings = load_timings(study)
   left, todo = 0.0, 0
   for run in runs:
-    done = is_done(run)
+    state, note = states[run.id]
+    done = state in ("done", "restored")
     seconds = timings.get(run.id) if done else estimate_seconds(
         run, runs, timings)
     if not done:
       left, todo = left + seconds, todo + 1
-    log("%-5s %-52s %s" % ("done" if done else "todo", run.id,
-                           format_duration(seconds or 0)))
+    log("%-5s %-52s %s%s" % (
+        "done" if done else state, run.id, format_duration(seconds or 0),
+        "  %s: %s" % (state, note) if note else ""))
+  line = _restore_line(study, states)
+  if line:
+    log(line)
   log("%d runs, %d to do, estimated %s (budget %s h)" % (
       len(runs), todo, format_duration(left), study.get("budget_hours", "-")))
   return runs
 
 
-def _file_name(run):
-  return re.sub(r"[^A-Za-z0-9_.-]+", "_", run.id)
-
-
 def _log_name(run):
-  return _file_name(run) + ".log"
+  return plan_lib.file_name(run) + ".log"
 
 
 def claim(study, run):
@@ -161,7 +231,7 @@ def claim(study, run):
   (a dead worker's claim is taken over: the run is ours to redo)."""
   claims = os.path.join(plan_lib.work_dir(study), "claims")
   io_utils.make_dirs(claims)
-  path = os.path.join(claims, _file_name(run) + ".claim")
+  path = os.path.join(claims, plan_lib.file_name(run) + ".claim")
   return path if run_lock.try_acquire(path) else None
 
 
@@ -176,16 +246,19 @@ def load_spans(study):
   return io_utils.read_json(path) if os.path.isfile(path) else {}
 
 
-def _record_timing(study, run, start, end):
-  """Adds one run's wall time to timings.json and its start and end to
-  spans.json, under a lock: other workers write theirs to the same files."""
+def _record_timings(study, entries):
+  """Adds runs' wall times to timings.json and their starts and ends to
+  spans.json ({run id: (seconds, [start, end] or None)}), under a lock:
+  other workers write theirs to the same files. Returns the timings."""
   path = _timings_path(study)
+  io_utils.make_dirs(plan_lib.work_dir(study))
   with open(path + ".lock", "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)
-    timings = load_timings(study)
-    timings[run.id] = round(end - start, 1)
-    spans = load_spans(study)
-    spans[run.id] = [round(start, 1), round(end, 1)]
+    timings, spans = load_timings(study), load_spans(study)
+    for run_id, (seconds, span) in entries.items():
+      timings[run_id] = seconds
+      if span:
+        spans[run_id] = span
     write_json_atomic(_spans_path(study), spans)
     write_json_atomic(path, timings)
   return timings
@@ -200,6 +273,9 @@ def run_all(study, log=print, poll_seconds=POLL_SECONDS):
   """
   runs = plan_lib.plan(study)
   by_id = {r.id: r for r in runs}
+  line = _restore_line(study, restore(study, runs, archive_done=True))
+  if line:
+    log(line)
   timings = load_timings(study)
   todo = [r for r in runs if not is_done(r)]
   logs = os.path.join(plan_lib.work_dir(study), "logs")
@@ -265,4 +341,9 @@ def _run_one(study, run, runs, rest, timings, logs, counter, log):
     raise UserError("%s failed (exit %d); see %s. Run study.py again to "
                     "resume from there." % (run.id, proc.returncode,
                                             log_path))
-  return _record_timing(study, run, start, time.time())
+  end = time.time()
+  timing = (round(end - start, 1), [round(start, 1), round(end, 1)])
+  timings = _record_timings(study, {run.id: timing})
+  if archive_lib.directory(study):
+    archive_lib.save(study, run, timing)
+  return timings
