@@ -15,6 +15,7 @@ from model import transformer_hparams
 from util import io_utils
 from util import vocab_fingerprint
 from util import vocab_layout
+from util import xla_fusion
 from util.hparams import ConfigError
 from util.hparams import Field
 from util.hparams import HParams
@@ -40,6 +41,10 @@ _RUN_FIELDS = dict(
                           "(util/dtype_policy.py).",
                           choices=("float32", "bfloat16", "float16", "auto")),
     jit_compile=Field(False, bool, "Compile the train step with XLA."),
+    fuse_elementwise=Field("auto", str, "XLA fuses elementwise ops, matmuls "
+                           "stay with oneDNN; \"auto\": on for bfloat16 on "
+                           "CPU (util/xla_fusion.py).",
+                           choices=xla_fusion.SETTINGS),
     initial_loss_scale=Field(32768.0, (float, int), "Initial dynamic loss "
                              "scale under float16 (tf_keras' default 2^15); "
                              "it halves on every step whose gradients "

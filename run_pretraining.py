@@ -100,12 +100,14 @@ def _pretrain(config, strategy):
   from pretrain import trainer as trainer_lib
   from util import dtype_policy
   from util import process_setup
+  from util import xla_fusion
   saved_config.check_saved_config(config)
 
   def log(message):
     print(message, flush=True)
 
   dtype_policy.resolve(config, log)
+  xla_fusion.resolve(config, log)
   process_setup.set_up_process(config.mixed_precision, config.seed,
                                checkpointed_dropout=True)
   trainer = trainer_lib.PretrainingTrainer(config, log=log, strategy=strategy)

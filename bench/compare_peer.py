@@ -19,6 +19,9 @@ Usage:
   python bench/compare_peer.py --size base --dtype mixed_bfloat16 --jit --json
   python bench/compare_peer.py --report results.jsonl   (table of saved lines)
 
+`--fuse-elementwise` (hparam fuse_elementwise, util/xla_fusion.py) is a
+process-wide setting: every model of the run, the peer included, gets it.
+
 Memory: on CPU the process's peak RSS (all models together); on a GPU each
 row's peak device memory during its own steps. "cpu s/step" (process CPU
 seconds, all threads) is the steadier figure when other jobs share a CPU.
@@ -52,6 +55,7 @@ from util.errors import UserError
 _COLUMNS = (("model", "model", "%s"), ("size", "size", "%s"),
             ("seq_len", "seq", "%d"), ("batch_size", "batch", "%d"),
             ("dtype", "dtype", "%s"), ("jit", "jit", "%s"),
+            ("fuse", "fuse", "%s"),
             ("s_per_step", "s/step", "%.4f"), ("spread", "spread", "%.1f%%"),
             ("cpu_s_per_step", "cpu s/step", "%.3f"),
             ("seq_per_s", "seq/s", "%.1f"), ("vs_peer", "vs peer", "%.2fx"),
@@ -70,6 +74,11 @@ def parse_args(argv):
                       choices=sorted(harness.DTYPES))
   parser.add_argument("--jit", action="store_true",
                       help="XLA-compile every model's forward/backward pass")
+  parser.add_argument("--fuse-elementwise", default="auto",
+                      choices=("auto", "on", "off"),
+                      help="XLA fuses elementwise ops for every model, the "
+                      "peer too (hparam fuse_elementwise; auto: on for "
+                      "bfloat16 on CPU)")
   parser.add_argument("--modes", default="mlm,hp_loss,hp_dist",
                       help="comma-separated sampling modes of ours")
   parser.add_argument("--no-peer", action="store_true",
@@ -134,6 +143,9 @@ def measure(args):
   """Builds, warms up and times every model; returns one dict per model."""
   dtype = harness.DTYPES[args.dtype]
   harness.set_dtype(args.dtype)
+  fuse, reason = harness.set_fusion(args.fuse_elementwise, dtype)
+  sys.stderr.write("fuse_elementwise %s -> %s (%s)\n" % (
+      args.fuse_elementwise, fuse, reason))
   probe_start = time.perf_counter()
   probe = peak_lib.measure_matmul_peak(dtype)
   gpu = peak_lib.gpu_name()
@@ -163,7 +175,7 @@ def measure(args):
     achieved = flops_lib.pretraining_step_flops(runner.config) / median
     rows.append(dict(
         model=runner.name, size=args.size, seq_len=args.seq_len,
-        batch_size=args.batch_size, dtype=args.dtype, jit=args.jit,
+        batch_size=args.batch_size, dtype=args.dtype, jit=args.jit, fuse=fuse,
         device=device, tf_version=tf.__version__,
         s_per_step=median, s_per_step_min=min(t["wall"]),
         s_per_step_max=max(t["wall"]),

@@ -21,6 +21,7 @@ from model import optimization
 from model import samplers
 from model import train_step as train_step_lib
 from util import distribution
+from util import xla_fusion
 from util.errors import UserError
 
 # --size values: ELECTRA-Small and -Base (docs/method.md §14), and the tiny
@@ -51,6 +52,18 @@ def set_threads(threads):
   if threads:
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
+def set_fusion(setting, mixed_precision):
+  """Applies hparam `fuse_elementwise` (util/xla_fusion.py) to this process,
+  before anything is built: it holds for every model timed in it, the peer
+  included. Returns "on" or "off" and the reason."""
+  on, reason = xla_fusion.choose(setting, mixed_precision,
+                                 xla_fusion.device_of("default"))
+  if on and not xla_fusion.enable():
+    on, reason = False, "TF_XLA_FLAGS lacks %s" % " ".join(
+        xla_fusion.ENV_FLAGS)
+  return "on" if on else "off", reason
 
 
 def make_config(size, sampling, batch_size, seq_len, vocab_size, dtype,

@@ -64,6 +64,10 @@ def parse_args(argv):
                       choices=sorted(harness.DTYPES))
   parser.add_argument("--jit", action="store_true",
                       help="compile the train step with XLA")
+  parser.add_argument("--fuse-elementwise", default="auto",
+                      choices=("auto", "on", "off"),
+                      help="hparam fuse_elementwise: XLA fuses elementwise "
+                      "ops (auto: on for bfloat16 on CPU)")
   parser.add_argument("--steps", type=int, default=3, help="traced steps")
   parser.add_argument("--top", type=int, default=20,
                       help="rows of the op-type and single-op tables")
@@ -182,6 +186,10 @@ def trace(runner, batches, steps, logdir):
 def main(argv=None):
   args = parse_args(argv)
   harness.set_dtype(args.dtype)
+  fuse, reason = harness.set_fusion(args.fuse_elementwise,
+                                    harness.DTYPES[args.dtype])
+  print("fuse_elementwise %s -> %s (%s)" % (args.fuse_elementwise, fuse,
+                                            reason))
   config = harness.make_config(
       args.size, args.mode, args.batch_size, args.seq_len, args.vocab_size,
       args.dtype, jit=args.jit, hparams=hparams_lib.load_hparams(args.hparams))
@@ -194,7 +202,7 @@ def main(argv=None):
                                          logdir)), args.steps)
   result.update(mode=args.mode, size=args.size, batch_size=args.batch_size,
                 seq_len=args.seq_len, vocab_size=args.vocab_size,
-                dtype=args.dtype, jit=args.jit, steps=args.steps,
+                dtype=args.dtype, jit=args.jit, fuse=fuse, steps=args.steps,
                 untraced_s_per_step=wall / args.steps, trace=logdir)
   print("%s %s, batch %d, seq %d, vocab %d, %s, jit %s: %.3f s/step "
         "untraced; %.1f ms of op time per step traced (all threads)" % (

@@ -61,6 +61,10 @@ def parse_args(argv):
                       choices=sorted(configure.MODEL_SIZES))
   parser.add_argument("--mixed-precision", default="float32",
                       choices=("float32", "bfloat16", "float16"))
+  parser.add_argument("--fuse-elementwise", default="auto",
+                      choices=("auto", "on", "off"),
+                      help="hparam fuse_elementwise: XLA fuses elementwise "
+                      "ops (auto: on for bfloat16 on CPU)")
   parser.add_argument("--threads", type=int, default=0,
                       help="TF intra- and inter-op threads (0: TF's "
                       "default); 1 steadies the CPU figures on a shared "
@@ -93,6 +97,8 @@ def main(argv=None):
   args = parse_args(argv)
   harness.set_threads(args.threads)
   distribution.configure_mixed_precision(args.mixed_precision)
+  fuse, reason = harness.set_fusion(args.fuse_elementwise,
+                                    args.mixed_precision)
   probe = configure.PretrainingConfig(
       "bench", "/nonexistent", model_size=args.model_size,
       vocab_size=args.vocab_size, max_seq_length=args.seq_len)
@@ -100,9 +106,10 @@ def main(argv=None):
   batches = [batches_lib.make_features(
       args.batch_size, args.seq_len, num_predictions, args.vocab_size,
       seed=i) for i in range(2)]
-  print("%s, batch %d, seq %d, %d predictions, vocab %d, %s, jit %s, %s" % (
+  print("%s, batch %d, seq %d, %d predictions, vocab %d, %s, jit %s, "
+        "fuse_elementwise %s (%s), %s" % (
       args.model_size, args.batch_size, args.seq_len, num_predictions,
-      args.vocab_size, args.mixed_precision, args.jit,
+      args.vocab_size, args.mixed_precision, args.jit, fuse, reason,
       ", ".join(d.name for d in tf.config.list_logical_devices())))
 
   runners = []

@@ -28,6 +28,7 @@ from util import dtype_policy
 from util import io_utils
 from util import process_setup
 from util import run_lock
+from util import xla_fusion
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
@@ -180,6 +181,7 @@ def run_finetuning(config):
   # squad_lib logs every window it builds at INFO level.
   absl_logging.set_verbosity(absl_logging.WARNING)
   dtype_policy.resolve(config, lambda line: print(line, flush=True))
+  xla_fusion.resolve(config, lambda line: print(line, flush=True))
   process_setup.set_up_process(config.mixed_precision, config.seed)
   strategy = distribution.get_strategy(config)
   tokenizer = preprocessing.build_tokenizer(config)

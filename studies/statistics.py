@@ -61,3 +61,17 @@ def versus(a, b):
   diff, se, p = test
   p_text = "p=%.3f" % p if p >= 0.001 else "p<0.001"
   return "%+.4f ± %.4f (%s): %s" % (diff, se, p_text, separation(a, b))
+
+
+def holm(pvalues):
+  """Holm's step-down adjustment of a family of p-values (same order):
+  each adjusted p is the family-wise error rate at which it would be
+  rejected, so `adjusted < SEPARATION_P` keeps the chance of any false
+  "separated" in the family below SEPARATION_P."""
+  order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+  adjusted = [None] * len(pvalues)
+  running = 0.0
+  for rank, i in enumerate(order):
+    running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+    adjusted[i] = running
+  return adjusted

@@ -326,3 +326,9 @@ def test_a_tasks_first_estimate_scales_another_tasks_time_by_its_work(
   timings[other[0].id] = 90.0
   assert runner.estimate_seconds(other[1], runs, timings) == 90.0
   assert runner.live_workers(study) == 1
+
+
+def test_holm_adjusts_a_family_of_p_values_step_down():
+  adjusted = statistics.holm([0.01, 0.04, 0.03])
+  assert adjusted == pytest.approx([0.03, 0.06, 0.06])
+  assert statistics.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])

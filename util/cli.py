@@ -3,6 +3,7 @@
 import os
 import sys
 
+from util import xla_fusion
 from util.errors import Interrupted
 from util.errors import UserError
 
@@ -16,6 +17,9 @@ def tensorflow_startup():
   `import tensorflow` also loads Keras 3 and, through it, scikit-learn, which
   costs every start about 1.5 s on a 2-core CPU.
 
+  TF_XLA_FLAGS gets the flags of hparam `fuse_elementwise`
+  (util/xla_fusion.py), which do nothing until a run turns it on.
+
   TensorFlow's C++ start-up log lines are hidden unless the user asked for
   them. With TF_CPP_MIN_LOG_LEVEL unset, INFO and
   WARNING lines are hidden (level 2); on a machine without an NVIDIA driver,
@@ -25,6 +29,7 @@ def tensorflow_startup():
   exceptions. Set TF_CPP_MIN_LOG_LEVEL=0 to see every log line.
   """
   os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+  xla_fusion.prepare_environment()
   if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
     return
   has_nvidia_driver = (os.path.exists("/proc/driver/nvidia") or

@@ -1,0 +1,67 @@
+"""hparam fuse_elementwise (util/xla_fusion.py): the choice, the start-up
+environment, and a tiny bfloat16 run_pretraining.py run that turns it on."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import configure
+from tests import paths
+from tests import pretrain_fixtures
+from util import xla_fusion
+from util.hparams import ConfigError
+
+_ON = "--tf_xla_cpu_global_jit --tf_xla_ops_to_cluster=FUSIBLE"
+
+
+@pytest.mark.parametrize("setting, dtype, device, on, reason", [
+    ("auto", "bfloat16", "cpu", True, "bfloat16 on CPU"),
+    ("auto", "float32", "cpu", False, "float32 on CPU: no gain measured"),
+    ("auto", "bfloat16", "gpu", False, "computes on GPU, not on CPU"),
+    ("auto", "bfloat16", "tpu", False, "computes on TPU, not on CPU"),
+    ("on", "float32", "cpu", True, "set by hparams"),
+    ("off", "bfloat16", "cpu", False, "set by hparams"),
+])
+def test_choice(setting, dtype, device, on, reason):
+  assert xla_fusion.choose(setting, dtype, device) == (on, reason)
+
+
+def test_environment_gets_the_flags_unless_the_user_chose_them():
+  environ = {}
+  xla_fusion.prepare_environment(environ)
+  assert environ["TF_XLA_FLAGS"] == _ON and xla_fusion.available(environ)
+  environ = {"TF_XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+  xla_fusion.prepare_environment(environ)
+  assert environ["TF_XLA_FLAGS"] == "--xla_dump_to=/tmp/x " + _ON
+  environ = {"TF_XLA_FLAGS": "--tf_xla_ops_to_cluster=MatMul"}
+  xla_fusion.prepare_environment(environ)
+  assert environ["TF_XLA_FLAGS"] == "--tf_xla_ops_to_cluster=MatMul"
+  assert not xla_fusion.available(environ)
+  assert not xla_fusion.available({})
+
+
+def test_default_is_auto_and_unknown_values_are_refused():
+  assert configure.PRETRAIN_FIELDS["fuse_elementwise"].default == "auto"
+  assert configure.FINETUNE_FIELDS["fuse_elementwise"].default == "auto"
+  with pytest.raises(ConfigError, match="fuse_elementwise"):
+    pretrain_fixtures.tiny_config(fuse_elementwise="yes")
+
+
+def test_bfloat16_pretraining_turns_it_on(tmp_path):
+  data_dir = pretrain_fixtures.make_data_dir(tmp_path)
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
+                 mixed_precision="bfloat16")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  env.pop("TF_CONFIG", None)
+  env.pop("TF_XLA_FLAGS", None)
+  proc = subprocess.run(
+      [sys.executable, "run_pretraining.py", "--data-dir", data_dir,
+       "--model-name", "bf16", "--hparams", json.dumps(hparams)],
+      cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert ("fuse_elementwise auto -> on (bfloat16 on CPU): XLA fuses "
+          "elementwise ops, matmuls stay with oneDNN") in proc.stdout
+  assert "Eval at step 2" in proc.stdout or "step 2/2" in proc.stdout
