@@ -7,7 +7,10 @@ Every SavedModel has two signatures:
 
   * "serving_default" takes strings [batch] and returns the outputs below
     plus the `input_ids`, `input_mask`, `segment_ids` (and for SQuAD
-    `paragraph_mask`) [batch, max_seq_length] int32 it built.
+    `paragraph_mask`) [batch, max_seq_length] int32 it built. A model
+    whose outputs are per text (classification, regression) computes on
+    the batch cut to its longest text, as transformers pads to the
+    longest; per-token outputs keep max_seq_length positions.
     Its inputs: `text` for a pre-trained model and a one-text task;
     `text`, `text_b` for a sentence-pair task; `question`, `context` for
     SQuAD (one window: the question's first max_query_length tokens, then
@@ -52,16 +55,35 @@ class _Serving(tf.Module):
     self.encoder = encoder
 
 
-def _attach_signatures(module, outputs, text_inputs, max_query_length=None):
+def _trimmed(features):
+  """`features` [batch, seq] cut to the batch's longest real sequence.
+
+  The tokenizer pads every text to max_seq_length; a model whose outputs
+  are per text (classification, regression) gives the same outputs on the
+  cut batch, since padding keys get a -1e9 attention bias, and computes
+  on far fewer positions when texts are short.
+  """
+  longest = tf.maximum(tf.reduce_max(tf.reduce_sum(
+      features["input_mask"], axis=1)), 1)
+  return {k: v[:, :longest] for k, v in features.items()}
+
+
+def _attach_signatures(module, outputs, text_inputs, max_query_length=None,
+                       trim=False):
   """Adds the tf.functions `serve_text` and `serve_ids` to `module`.
 
   Args:
     outputs: outputs(model, features) -> dict of tensors.
     text_inputs: "text", "pair" or "question" (SQuAD).
+    trim: run the model on the batch cut to its longest text (`_trimmed`);
+      only for outputs that are per text, not per token.
   """
+  def model_outputs(features):
+    return outputs(module.model, _trimmed(features) if trim else features)
+
   def with_inputs(features):
     encoded = ("input_ids", "input_mask", "segment_ids", "paragraph_mask")
-    return dict(outputs(module.model, features),
+    return dict(model_outputs(features),
                 **{k: features[k] for k in encoded if k in features})
 
   if text_inputs == "question":
@@ -87,9 +109,8 @@ def _attach_signatures(module, outputs, text_inputs, max_query_length=None):
 
     @tf.function(input_signature=[_IDS] * 3)
     def serve_ids(input_ids, input_mask, segment_ids):
-      return outputs(module.model, dict(
-          input_ids=input_ids, input_mask=input_mask,
-          segment_ids=segment_ids))
+      return model_outputs(dict(input_ids=input_ids, input_mask=input_mask,
+                                segment_ids=segment_ids))
   module.serve_text = serve_text
   module.serve_ids = serve_ids
   module.text_input_names = _TEXT_INPUTS[text_inputs]
@@ -193,6 +214,7 @@ def export_task_saved_model(model, task, config, output_dir, log=print):
     rule = getattr(task, "truncation", None) or "head"
     module = _attach_signatures(
         _Serving(model, _encoder(config, None, rule)), outputs,
-        "text" if _text_inputs(task) == 1 else "pair")
+        "text" if _text_inputs(task) == 1 else "pair",
+        trim=kind in ("classification", "regression"))
   log("%s task %r" % (kind, task.name))
   return _save(module, output_dir, log)

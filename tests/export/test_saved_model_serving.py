@@ -171,3 +171,16 @@ def test_sentencepiece_saved_model_tokenizes_as_our_tokenizer(tmp_path):
                                     segment_ids=np.zeros_like(ids)))
   want = tf.sigmoid(logits).numpy() * mask
   assert np.abs(served["replaced_probability"] - want).max() < TOL
+
+
+def test_a_batch_is_cut_to_its_longest_text():
+  from export import saved_model  # pylint: disable=g-import-not-at-top
+  mask = tf.constant([[1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
+  features = dict(input_ids=mask * 7, input_mask=mask, segment_ids=mask * 0)
+  cut = saved_model._trimmed(features)  # pylint: disable=protected-access
+  assert {k: v.shape.as_list() for k, v in cut.items()} == {
+      k: [2, 3] for k in features}
+  assert cut["input_ids"].numpy().tolist() == [[7, 7, 7], [7, 7, 0]]
+  empty = saved_model._trimmed(  # pylint: disable=protected-access
+      dict(input_mask=tf.zeros([2, 4], tf.int32)))
+  assert empty["input_mask"].shape.as_list() == [2, 1]
