@@ -41,9 +41,8 @@ _RUN_FIELDS = dict(
                           "(util/dtype_policy.py).",
                           choices=("float32", "bfloat16", "float16", "auto")),
     jit_compile=Field(False, bool, "Compile the train step with XLA."),
-    fuse_elementwise=Field("auto", str, "XLA fuses elementwise ops, matmuls "
-                           "stay with oneDNN; \"auto\": on for bfloat16 on "
-                           "CPU (util/xla_fusion.py).",
+    fuse_elementwise=Field("auto", str, "XLA fuses elementwise ops; \"auto\": "
+                           "on for bfloat16 on CPU (util/xla_fusion.py).",
                            choices=xla_fusion.SETTINGS),
     initial_loss_scale=Field(32768.0, (float, int), "Initial dynamic loss "
                              "scale under float16 (tf_keras' default 2^15); "

@@ -5,12 +5,16 @@ The on-disk data directories of the runner tests (`make_data_dir`) use their
 own vocab.txt: 0 [PAD], 1 [UNK], 2 [CLS], 3 [SEP], 4 [MASK], then 40 words.
 """
 
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import tensorflow as tf
 
 import configure
+from tests import paths
 
 # The random batches live in bench/ (benchmarks use them too), re-exported
 # here (`name as name` marks a re-export for linters).
@@ -102,3 +106,20 @@ def make_data_dir(root, num_examples=48, seq_len=32, heldout=True):
     write_shard(os.path.join(records, "heldout_data.tfrecord-00000-of-00001"),
                 num_examples // 2, seq_len, seed=100)
   return root
+
+
+def run_tiny_pretraining(root, model_name, **hparams):
+  """run_pretraining.py in a child process, as a user runs it, on a
+  `make_data_dir` under `root` with RUNNER_HPARAMS and 2 steps (`hparams`
+  override); TF_CONFIG and TF_XLA_FLAGS are not inherited. Returns
+  (data_dir, CompletedProcess)."""
+  data_dir = make_data_dir(root)
+  values = dict(RUNNER_HPARAMS, num_train_steps=2, **hparams)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  for name in ("TF_CONFIG", "TF_XLA_FLAGS"):
+    env.pop(name, None)
+  proc = subprocess.run(
+      [sys.executable, "run_pretraining.py", "--data-dir", data_dir,
+       "--model-name", model_name, "--hparams", json.dumps(values)],
+      cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=600)
+  return data_dir, proc

@@ -4,13 +4,10 @@ run_pretraining.py run with "auto" (its start-up line, its config.json)."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 import configure
-from tests import paths
 from tests import pretrain_fixtures
 from util import dtype_policy
 from util.hparams import ConfigError
@@ -93,15 +90,8 @@ def test_default_stays_float32_and_unknown_values_are_refused():
 
 
 def test_pretraining_with_auto_says_what_it_picked_and_saves_it(tmp_path):
-  data_dir = pretrain_fixtures.make_data_dir(tmp_path)
-  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
-                 mixed_precision="auto")
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  env.pop("TF_CONFIG", None)
-  proc = subprocess.run(
-      [sys.executable, "run_pretraining.py", "--data-dir", data_dir,
-       "--model-name", "auto", "--hparams", json.dumps(hparams)],
-      cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=600)
+  data_dir, proc = pretrain_fixtures.run_tiny_pretraining(
+      tmp_path, "auto", mixed_precision="auto")
   assert proc.returncode == 0, proc.stderr[-3000:]
   want = dtype_policy.choose(dtype_policy.probe("default"))
   line = "mixed_precision auto -> %s (%s)" % want

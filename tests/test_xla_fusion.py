@@ -1,15 +1,10 @@
 """hparam fuse_elementwise (util/xla_fusion.py): the choice, the start-up
 environment, and a tiny bfloat16 run_pretraining.py run that turns it on."""
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 import configure
-from tests import paths
 from tests import pretrain_fixtures
 from util import xla_fusion
 from util.hparams import ConfigError
@@ -51,16 +46,8 @@ def test_default_is_auto_and_unknown_values_are_refused():
 
 
 def test_bfloat16_pretraining_turns_it_on(tmp_path):
-  data_dir = pretrain_fixtures.make_data_dir(tmp_path)
-  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
-                 mixed_precision="bfloat16")
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  env.pop("TF_CONFIG", None)
-  env.pop("TF_XLA_FLAGS", None)
-  proc = subprocess.run(
-      [sys.executable, "run_pretraining.py", "--data-dir", data_dir,
-       "--model-name", "bf16", "--hparams", json.dumps(hparams)],
-      cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=600)
+  _, proc = pretrain_fixtures.run_tiny_pretraining(
+      tmp_path, "bf16", mixed_precision="bfloat16")
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert ("fuse_elementwise auto -> on (bfloat16 on CPU): XLA fuses "
           "elementwise ops, matmuls stay with oneDNN") in proc.stdout
