@@ -79,7 +79,7 @@ def main(argv=None):
   # Everything a run reads or writes is checked before the model is built.
   pretrain_data.check_inputs(config)
   created = not io_utils.exists(config.model_dir)
-  check_writable(config.model_dir)
+  check_writable(config.model_dir, depth=2)
   try:
     with run_lock.locked(config.model_dir,
                          strategy.extended.should_checkpoint):

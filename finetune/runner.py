@@ -193,7 +193,7 @@ def run_finetuning(config):
            for name in config.task_names]
   # Every task's files are read and checked before the first model is built.
   splits = [_load_splits(config, task) for task in tasks]
-  io_utils.check_writable(config.model_dir)
+  io_utils.check_writable(config.model_dir, depth=2)
   with run_lock.locked(config.model_dir, strategy.extended.should_checkpoint):
     return {task.name: run_task(config, task, task_splits, strategy,
                                 init_checkpoint)

@@ -6,6 +6,7 @@ Other modules test faults that need their own set-up (a killed save, a full
 disk, Ctrl-C, the vocabulary checks); this one is the list a user reads.
 """
 
+import ctypes
 import json
 import os
 import resource
@@ -305,3 +306,54 @@ def test_a_model_directory_that_cannot_be_made(tmp_path, script):
   assert_refused(code, err, os.path.join(data, "models"))
   with open(os.path.join(data, "models")) as f:
     assert f.read() == "not a directory"
+
+
+def _without_root_file_access():
+  """A preexec_fn: a root child loses CAP_DAC_OVERRIDE and
+  CAP_DAC_READ_SEARCH, so permission bits bind it as they bind a user (a
+  no-op for a non-root child, which they bind already)."""
+  def drop():
+    if os.geteuid() == 0:
+      libc = ctypes.CDLL(None, use_errno=True)
+      for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+          raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+  return drop
+
+
+def test_a_model_directory_made_read_only_between_runs(tmp_path):
+  """A resume into a model directory, or its checkpoints/, that can no
+  longer be written is refused before training, naming the directory; the
+  checkpoint stays and resumes once the permissions are back."""
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
+                 do_eval=False)
+  argv = [sys.executable, "run_pretraining.py", "--data-dir", data,
+          "--model-name", "m", "--hparams", json.dumps(hparams)]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+
+  def pretrain():
+    return subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
+                          capture_output=True, timeout=300,
+                          preexec_fn=_without_root_file_access())
+  first = pretrain()
+  assert first.returncode == 0, first.stderr[-3000:]
+  model_dir = os.path.join(data, "models", "m")
+  checkpoints = os.path.join(model_dir, "checkpoints")
+  before = sorted(os.listdir(checkpoints))
+  hparams["num_train_steps"] = 8
+  argv[-1] = json.dumps(hparams)
+  for read_only in (checkpoints, model_dir):
+    os.chmod(read_only, 0o555)
+    try:
+      refused = pretrain()
+    finally:
+      os.chmod(read_only, 0o755)
+    assert_refused(refused.returncode, refused.stderr,
+                   "cannot write to %s " % read_only, "Permission denied")
+    assert "step 2/" not in refused.stdout  # Refused before training.
+    assert sorted(os.listdir(checkpoints)) == before
+  resumed = pretrain()
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "Training steps 4 -> 8" in resumed.stdout

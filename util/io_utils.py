@@ -48,13 +48,32 @@ def write_bytes_atomic(path, data):
 
 
 def check_writable(directory, fix="choose another --data-dir or "
-                   "--model-name, or fix its permissions"):
+                   "--model-name, or fix its permissions", depth=0):
   """Creates `directory` if needed; a UserError naming it and `fix` if files
-  cannot be made there."""
+  cannot be made there, or in any directory already under it down to
+  `depth` levels (a resumed run writes into its `checkpoints/`, `results/`,
+  ...: a read-only one is found before training, not at the first save)."""
   tf = _tf()
-  probe = posixpath.join(directory, ".tmp-write-check-" + uuid.uuid4().hex)
   try:
     tf.io.gfile.makedirs(directory)
+  except tf.errors.OpError as e:
+    raise UserError("cannot write to %s (%s); %s." % (directory, e.message,
+                                                      fix))
+  pending = [(directory, 0)]
+  while pending:
+    folder, level = pending.pop(0)
+    _probe_write(tf, folder, fix)
+    if level < depth:
+      pending.extend((posixpath.join(folder, name.rstrip("/")), level + 1)
+                     for name in sorted(tf.io.gfile.listdir(folder))
+                     if tf.io.gfile.isdir(posixpath.join(folder, name)))
+
+
+def _probe_write(tf, directory, fix):
+  """Writes and removes an empty file in `directory`; a UserError naming it
+  and `fix` if that fails."""
+  probe = posixpath.join(directory, ".tmp-write-check-" + uuid.uuid4().hex)
+  try:
     with tf.io.gfile.GFile(probe, "wb") as f:
       f.write(b"")
     tf.io.gfile.remove(probe)
