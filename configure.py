@@ -21,12 +21,6 @@ from util.hparams import Field
 from util.hparams import HParams
 
 
-# The transformer's sizes and defaults live in model/transformer_hparams.py;
-# they are named here too, where users of the config look for them.
-MODEL_SIZES = transformer_hparams.MODEL_SIZES
-MODEL_HPARAM_DEFAULTS = transformer_hparams.MODEL_HPARAM_DEFAULTS
-EMBEDDING_KEYS = transformer_hparams.EMBEDDING_KEYS
-
 _RUN_FIELDS = dict(
     seed=Field(42, int, "Seed of weights, masking, sampling and data order."),
     strategy=Field("default", str, "tf.distribute strategy.",
@@ -53,7 +47,7 @@ _RUN_FIELDS = dict(
     tpu_zone=Field(None, (str, type(None)), "Cloud TPU zone."),
     gcp_project=Field(None, (str, type(None)), "GCP project of the TPU."),
     model_size=Field("small", str, "Preset of docs/method.md §14.",
-                     choices=tuple(MODEL_SIZES)),
+                     choices=tuple(transformer_hparams.MODEL_SIZES)),
     model_hparam_overrides=Field({}, dict, "Transformer fields to override, "
                                  "e.g. {\"hidden_size\": 128}."),
     embedding_size=Field(None, (int, type(None)), "Token embedding width; "

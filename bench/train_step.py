@@ -35,6 +35,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import configure
 from bench import batches as batches_lib
 from bench import harness
+from model import transformer_hparams
 from util import distribution
 from util import hparams as hparams_lib
 from util.cli import run_main
@@ -58,7 +59,7 @@ def parse_args(argv):
   parser.add_argument("--seq-len", type=int, default=128)
   parser.add_argument("--vocab-size", type=int, default=30522)
   parser.add_argument("--model-size", default="small",
-                      choices=sorted(configure.MODEL_SIZES))
+                      choices=sorted(transformer_hparams.MODEL_SIZES))
   parser.add_argument("--mixed-precision", default="float32",
                       choices=("float32", "bfloat16", "float16"))
   parser.add_argument("--fuse-elementwise", default="auto",

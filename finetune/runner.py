@@ -15,7 +15,6 @@ import os
 from absl import logging as absl_logging
 import tensorflow as tf
 
-import configure
 from finetune import preprocessing
 from finetune import results as results_lib
 from finetune import task_builder
@@ -23,6 +22,7 @@ from finetune.trainer import Trainer
 from interop import loader as interop_loader
 from model import checkpoints
 from model import saved_config
+from model import transformer_hparams
 from util import distribution
 from util import dtype_policy
 from util import io_utils
@@ -62,8 +62,9 @@ def _check_pretrained_config(config, prefix):
     if overrides:
       hint["model_hparam_overrides"] = dict(
           (key, model[key]) for key in _ARCHITECTURE_KEYS
-          if key in model and key not in configure.EMBEDDING_KEYS)
-      hint.update((key, model[key]) for key in configure.EMBEDDING_KEYS
+          if key in model and key not in transformer_hparams.EMBEDDING_KEYS)
+      hint.update((key, model[key])
+                  for key in transformer_hparams.EMBEDDING_KEYS
                   if key in overrides)
     raise UserError("the pre-trained model %s (%s) differs from this "
                     "fine-tuning config in %s; add these hparams: %s" % (

@@ -1,5 +1,5 @@
 """Checks that ours -> hf -> ours and ours -> tf1 -> ours are lossless at
-the released model sizes (configure.MODEL_SIZES: small, base, large).
+the released model sizes (transformer_hparams.MODEL_SIZES: small, base, large).
 
   python -m interop.check_round_trips [--sizes small,base,large]
 
@@ -30,6 +30,7 @@ from interop import hf
 from interop import loader
 from interop import tf1
 from model import builders
+from model import transformer_hparams
 from util.cli import run_main
 # pylint: enable=g-import-not-at-top
 
@@ -87,7 +88,8 @@ def check(size, work_dir, vocab_file, log=print):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--sizes", default=",".join(configure.MODEL_SIZES))
+  parser.add_argument("--sizes",
+                      default=",".join(transformer_hparams.MODEL_SIZES))
   args = parser.parse_args(argv)
   failures = 0
   with tempfile.TemporaryDirectory() as work_dir:

@@ -38,10 +38,12 @@ def _disc_correct(out):
   return tf.cast(tf.equal(predicted, out["disc_labels"]), tf.int32)
 
 
-def make_eval_step(config, model, strategy):
-  """A `tf.function` running one eval batch; build once and reuse it."""
+def make_eval_step(model, strategy, report_focal_loss=False):
+  """A `tf.function` running one eval batch of `strategy` through
+  pre-trainer `model`; build once and reuse it. `report_focal_loss` adds
+  the focal MLM loss per position (runs with focal_gamma > 0)."""
   sampler = model.sampler
-  output_keys = _OUTPUT_KEYS + ((_FOCAL_KEY,) if config.focal_gamma else ())
+  output_keys = _OUTPUT_KEYS + ((_FOCAL_KEY,) if report_focal_loss else ())
 
   def replica_fn(features):
     # The model's own sampler named explicitly: no warm-up
@@ -90,7 +92,7 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
   input_fn = pretrain_data.get_input_fn(config, is_training=False)
   iterator = iter(strategy.distribute_datasets_from_function(input_fn))
   if eval_step is None:
-    eval_step = make_eval_step(config, model, strategy)
+    eval_step = make_eval_step(model, strategy, bool(config.focal_gamma))
   accumulator = eval_metrics.PretrainEvalAccumulator()
   under_pg = eval_metrics.PretrainEvalAccumulator()
   with input_fn.data_errors():

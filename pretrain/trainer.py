@@ -147,7 +147,7 @@ class PretrainingTrainer(object):
     """Evaluates the current weights on the eval shards; writes results."""
     step = int(self.global_step.numpy()) if step is None else step
     if self._eval_step is None:
-      self._eval_step = evaluation.make_eval_step(self.config, self.model,
-                                                  self.strategy)
+      self._eval_step = evaluation.make_eval_step(
+          self.model, self.strategy, bool(self.config.focal_gamma))
     return evaluation.evaluate(self.config, self.model, self.strategy, step,
                                log=self.log, eval_step=self._eval_step)

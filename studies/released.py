@@ -11,8 +11,8 @@ Runs that load the folder (init_checkpoint) adopt its sizes themselves
 
 import os
 
-import configure
 from interop import hf
+from model import transformer_hparams
 from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_bytes_atomic
@@ -45,7 +45,7 @@ def shape_hparams(path):
   except ValueError as e:
     raise UserError("%s is not valid JSON: %s" % (config_path, e))
   sizes = hf.sizes_from_hf_config(config, config_path)
-  hparams = {k: sizes.pop(k) for k in configure.EMBEDDING_KEYS}
+  hparams = {k: sizes.pop(k) for k in transformer_hparams.EMBEDDING_KEYS}
   hparams["model_hparam_overrides"] = sizes
   return hparams
 

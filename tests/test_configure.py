@@ -7,6 +7,7 @@ import pytest
 
 import configure
 from configure import ConfigError, FinetuningConfig, PretrainingConfig
+from model import transformer_hparams
 from util.hparams import load_hparams
 
 
@@ -126,14 +127,14 @@ def test_embedding_sizes_live_at_the_top_level_only():
   c = PretrainingConfig("m", "/d", model_size="base", vocab_size=100)
   assert c.embedding_size == 768 and c.vocab_size == 100
   for hparams in (c.model_hparams, c.generator_hparams):
-    assert not set(configure.EMBEDDING_KEYS) & set(hparams)
+    assert not set(transformer_hparams.EMBEDDING_KEYS) & set(hparams)
   for role in ("discriminator", "generator"):
     assert c.network_hparams(role)["embedding_size"] == 768
     assert c.network_hparams(role)["vocab_size"] == 100
   assert c.network_hparams("generator")["hidden_size"] == 256
   assert PretrainingConfig("m", "/d", embedding_size=64).network_hparams()[
       "embedding_size"] == 64
-  for key in configure.EMBEDDING_KEYS:
+  for key in transformer_hparams.EMBEDDING_KEYS:
     with pytest.raises(ConfigError, match="%r is a top-level hparam: set "
                        "\"%s\": 64 beside" % (key, key)):
       PretrainingConfig("m", "/d", model_hparam_overrides={key: 64})

@@ -21,7 +21,8 @@ def _eval_results(config, features, weights=None):
   if weights is not None:
     model.set_weights(weights)
   strategy = tf.distribute.get_strategy()
-  eval_step = evaluation.make_eval_step(config, model, strategy)
+  eval_step = evaluation.make_eval_step(model, strategy,
+                                        bool(config.focal_gamma))
   outputs = eval_step(iter(tf.data.Dataset.from_tensors(features)))
   batch, _ = evaluation.split_pg_estimator(
       {k: v.numpy() for k, v in outputs.items()})
@@ -63,8 +64,8 @@ def test_masked_lm_loss_is_the_cross_entropy_for_every_focal_gamma():
 
 def _eval_outputs(model, config, features):
   """The eval step's per-batch outputs, as numpy arrays."""
-  eval_step = evaluation.make_eval_step(config, model,
-                                        tf.distribute.get_strategy())
+  eval_step = evaluation.make_eval_step(model, tf.distribute.get_strategy(),
+                                        bool(config.focal_gamma))
   outputs = eval_step(iter(tf.data.Dataset.from_tensors(features)))
   return {k: v.numpy() for k, v in outputs.items()}
 
