@@ -187,8 +187,8 @@ def format_report(rows, dtypes, seeds, seconds, hparams):
     lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
         r["metric"], r["step"], cell(r["values"][first]),
         cell(r["values"][second]),
-        statistics.versus(r["values"][second], r["values"][first]).split(
-            ":")[0], "n/a" if holm is None else "%.3f" % holm,
+        statistics.difference(r["values"][second], r["values"][first]),
+        "n/a" if holm is None else "%.3f" % holm,
         r["verdict"]))
   lines += ["", "Wall time per run (s): " + "; ".join(
       "%s %s" % (d, cell(seconds[d], 0)) for d in dtypes), "",

@@ -58,11 +58,8 @@ def set_fusion(setting, mixed_precision):
   """Applies hparam `fuse_elementwise` (util/xla_fusion.py) to this process,
   before anything is built: it holds for every model timed in it, the peer
   included. Returns "on" or "off" and the reason."""
-  on, reason = xla_fusion.choose(setting, mixed_precision,
-                                 xla_fusion.device_of("default"))
-  if on and not xla_fusion.enable():
-    on, reason = False, "TF_XLA_FLAGS lacks %s" % " ".join(
-        xla_fusion.ENV_FLAGS)
+  on, reason = xla_fusion.apply(setting, mixed_precision,
+                                xla_fusion.device_of("default"))
   return "on" if on else "off", reason
 
 

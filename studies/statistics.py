@@ -53,14 +53,22 @@ def separation(a, b):
   return "separated" if test[2] < SEPARATION_P else "not separated"
 
 
-def versus(a, b):
-  """"+d ± se (p=...): verdict" of the mean of `a` minus the mean of `b`."""
+def difference(a, b):
+  """"+d ± se (p=...)" of the mean of `a` minus the mean of `b`; "n/a
+  (...)" with fewer than 2 values in either."""
   test = welch(a, b)
   if test is None:
     return separation(a, b)
   diff, se, p = test
   p_text = "p=%.3f" % p if p >= 0.001 else "p<0.001"
-  return "%+.4f ± %.4f (%s): %s" % (diff, se, p_text, separation(a, b))
+  return "%+.4f ± %.4f (%s)" % (diff, se, p_text)
+
+
+def versus(a, b):
+  """"+d ± se (p=...): verdict" of the mean of `a` minus the mean of `b`."""
+  if welch(a, b) is None:
+    return separation(a, b)
+  return "%s: %s" % (difference(a, b), separation(a, b))
 
 
 def holm(pvalues):

@@ -122,6 +122,8 @@ def test_separation_is_welchs_t_test_at_p_005():
       "separated")
   assert statistics.versus([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]) == (
       "-1.0000 ± 0.0816 (p<0.001): separated")
+  assert statistics.difference([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]) == (
+      "-1.0000 ± 0.0816 (p<0.001)")
   # A gap of 1.5 standard errors is not enough with 3 values a row.
   close = [1.0, 1.1, 0.9], [1.1225, 1.2225, 1.0225]
   diff, se, p = statistics.welch(*close)

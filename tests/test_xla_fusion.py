@@ -38,6 +38,19 @@ def test_environment_gets_the_flags_unless_the_user_chose_them():
   assert not xla_fusion.available({})
 
 
+def test_on_without_the_start_up_flags_is_off_and_says_why(monkeypatch):
+  monkeypatch.setenv("TF_XLA_FLAGS", "--xla_dump_to=/tmp/x")
+  on, reason = xla_fusion.apply("on", "bfloat16", "cpu")
+  assert not on and reason.startswith("not applied: TF_XLA_FLAGS")
+  assert "--tf_xla_cpu_global_jit" in reason
+  lines = []
+  config = pretrain_fixtures.tiny_config(fuse_elementwise="on")
+  assert not xla_fusion.resolve(config, log=lines.append, device="cpu")
+  assert lines == ["fuse_elementwise on -> off (%s)" % reason]
+  assert xla_fusion.apply("off", "bfloat16", "cpu") == (False,
+                                                        "set by hparams")
+
+
 def test_default_is_auto_and_unknown_values_are_refused():
   assert configure.PRETRAIN_FIELDS["fuse_elementwise"].default == "auto"
   assert configure.FINETUNE_FIELDS["fuse_elementwise"].default == "auto"

@@ -89,23 +89,30 @@ def enable():
   return True
 
 
+def apply(setting, mixed_precision, device):
+  """`choose`, then `enable` when on: (on, reason) of what this process now
+  does. On but not applicable (TF_XLA_FLAGS lacks ENV_FLAGS) is off, with
+  that reason."""
+  on, reason = choose(setting, mixed_precision, device)
+  if on and not enable():
+    return False, ("not applied: TF_XLA_FLAGS (%r) lacks %s; start from an "
+                   "entry script, or set them before TensorFlow starts" % (
+                       os.environ.get("TF_XLA_FLAGS", ""),
+                       " ".join(ENV_FLAGS)))
+  return on, reason
+
+
 def resolve(config, log=print, device=None):
   """Applies `config.fuse_elementwise` to this process; returns whether
-  fusion is on. Logs one line when it is on or when "auto" turned it off
-  for a bfloat16 run. `device` (default: `device_of(config.strategy)`) is
-  for tests."""
-  on, reason = choose(config.fuse_elementwise, config.mixed_precision,
-                      device or device_of(config.strategy))
+  fusion is on. Logs one line when it is on, or off for a bfloat16 run or
+  for want of TF_XLA_FLAGS. `device` (default: `device_of(config.strategy)`)
+  is for tests."""
+  on, reason = apply(config.fuse_elementwise, config.mixed_precision,
+                     device or device_of(config.strategy))
   if on:
-    if enable():
-      log("fuse_elementwise %s -> on (%s): XLA fuses elementwise ops, "
-          "matmuls stay with oneDNN" % (config.fuse_elementwise, reason))
-    else:
-      log("fuse_elementwise %s: not applied, TF_XLA_FLAGS (%r) lacks %s; "
-          "start from an entry script, or set them before TensorFlow "
-          "starts" % (config.fuse_elementwise,
-                      os.environ.get("TF_XLA_FLAGS", ""), " ".join(ENV_FLAGS)))
-      on = False
-  elif config.mixed_precision == "bfloat16":
+    log("fuse_elementwise %s -> on (%s): XLA fuses elementwise ops, "
+        "matmuls stay with oneDNN" % (config.fuse_elementwise, reason))
+  elif config.mixed_precision == "bfloat16" or reason.startswith(
+      "not applied"):
     log("fuse_elementwise %s -> off (%s)" % (config.fuse_elementwise, reason))
   return on
