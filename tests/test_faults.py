@@ -138,17 +138,38 @@ def test_lock_files_are_exclusive_and_stale_ones_taken_over(tmp_path):
   assert not run_lock.try_acquire(path)
 
 
+class _TinyPretraining:
+  """run_pretraining.py of model "m" with RUNNER_HPARAMS (no eval;
+  `hparams` override) on fresh data under `root`, run as a user runs it."""
+
+  def __init__(self, root, **hparams):
+    from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+    self.data = pretrain_fixtures.make_data_dir(root / "D", heldout=False)
+    self.hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, do_eval=False,
+                        **hparams)
+    self.env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                    CUDA_VISIBLE_DEVICES="")
+    self.model_dir = os.path.join(self.data, "models", "m")
+    self.checkpoints = os.path.join(self.model_dir, "checkpoints")
+
+  def argv(self, num_train_steps):
+    return [sys.executable, "run_pretraining.py", "--data-dir", self.data,
+            "--model-name", "m", "--hparams", json.dumps(dict(
+                self.hparams, num_train_steps=num_train_steps))]
+
+  def run(self, num_train_steps, **kwargs):
+    """The finished CompletedProcess of a run to `num_train_steps`."""
+    return subprocess.run(self.argv(num_train_steps), cwd=paths.REPO,
+                          env=self.env, text=True, capture_output=True,
+                          timeout=300, **kwargs)
+
+
 def test_ctrl_c_saves_the_step_reached_and_resumes(tmp_path):
   """SIGINT during pre-training: a checkpoint of the step reached, one
   line saying how to resume, exit 130; the same command resumes there."""
-  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
-  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
-  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=100000,
-                 save_checkpoints_steps=100000, do_eval=False)
-  argv = [sys.executable, "run_pretraining.py", "--data-dir", data,
-          "--model-name", "m", "--hparams", json.dumps(hparams)]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-  proc = subprocess.Popen(argv, cwd=paths.REPO, env=env, text=True,
+  pretraining = _TinyPretraining(tmp_path, save_checkpoints_steps=100000)
+  proc = subprocess.Popen(pretraining.argv(100000), cwd=paths.REPO,
+                          env=pretraining.env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
   try:
     for line in proc.stdout:  # Wait for training to be under way.
@@ -164,14 +185,11 @@ def test_ctrl_c_saves_the_step_reached_and_resumes(tmp_path):
   assert "Traceback" not in err, err[-3000:]
   step = int(lines[0].split("interrupted at step ")[1].split()[0])
   assert step >= 6
-  checkpoints = os.path.join(data, "models", "m", "checkpoints")
+  checkpoints = pretraining.checkpoints
   assert os.path.exists(os.path.join(checkpoints, "ckpt-%d.index" % step))
   assert not [f for f in os.listdir(checkpoints) if "temp" in f]
-  assert not os.path.exists(os.path.join(data, "models", "m", ".lock"))
-  hparams["num_train_steps"] = step + 2
-  argv[-1] = json.dumps(hparams)
-  resumed = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
-                           capture_output=True, timeout=300)
+  assert not os.path.exists(os.path.join(pretraining.model_dir, ".lock"))
+  resumed = pretraining.run(step + 2)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Training steps %d -> %d" % (step, step + 2) in resumed.stdout
 
@@ -187,32 +205,20 @@ def _file_size_limit(limit):
 def test_a_full_disk_during_a_checkpoint_save(tmp_path):
   """The save fails cleanly: one error line naming the last good
   checkpoint, which stays registered and resumes; no partial files."""
-  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
-  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
-  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
-                 do_eval=False)
-  argv = [sys.executable, "run_pretraining.py", "--data-dir", data,
-          "--model-name", "m", "--hparams", json.dumps(hparams)]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-  first = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
-                         capture_output=True, timeout=300)
+  pretraining = _TinyPretraining(tmp_path)
+  first = pretraining.run(4)
   assert first.returncode == 0, first.stderr[-3000:]
-  checkpoints = os.path.join(data, "models", "m", "checkpoints")
+  checkpoints = pretraining.checkpoints
   good = os.path.join(checkpoints, "ckpt-4")
   size = os.path.getsize(good + ".data-00000-of-00001")
-  hparams["num_train_steps"] = 8
-  argv[-1] = json.dumps(hparams)
-  full = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
-                        capture_output=True, timeout=300,
-                        preexec_fn=_file_size_limit(size // 2))
+  full = pretraining.run(8, preexec_fn=_file_size_limit(size // 2))
   assert_refused(full.returncode, full.stderr, "could not save checkpoint %s"
                  % os.path.join(checkpoints, "ckpt-8"),
                  "The last good checkpoint, %s, is kept" % good)
   assert not [f for f in os.listdir(checkpoints) if "ckpt-8" in f]
   with open(os.path.join(checkpoints, "checkpoint")) as f:
     assert '"ckpt-4"' in f.read().split("\n")[0]
-  resumed = subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
-                           capture_output=True, timeout=300)
+  resumed = pretraining.run(8)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Training steps 4 -> 8" in resumed.stdout
 
@@ -325,35 +331,25 @@ def test_a_model_directory_made_read_only_between_runs(tmp_path):
   """A resume into a model directory, or its checkpoints/, that can no
   longer be written is refused before training, naming the directory; the
   checkpoint stays and resumes once the permissions are back."""
-  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
-  data = pretrain_fixtures.make_data_dir(tmp_path / "D", heldout=False)
-  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=4,
-                 do_eval=False)
-  argv = [sys.executable, "run_pretraining.py", "--data-dir", data,
-          "--model-name", "m", "--hparams", json.dumps(hparams)]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+  pretraining = _TinyPretraining(tmp_path)
 
-  def pretrain():
-    return subprocess.run(argv, cwd=paths.REPO, env=env, text=True,
-                          capture_output=True, timeout=300,
-                          preexec_fn=_without_root_file_access())
-  first = pretrain()
+  def pretrain(num_train_steps):
+    return pretraining.run(num_train_steps,
+                           preexec_fn=_without_root_file_access())
+  first = pretrain(4)
   assert first.returncode == 0, first.stderr[-3000:]
-  model_dir = os.path.join(data, "models", "m")
-  checkpoints = os.path.join(model_dir, "checkpoints")
+  checkpoints = pretraining.checkpoints
   before = sorted(os.listdir(checkpoints))
-  hparams["num_train_steps"] = 8
-  argv[-1] = json.dumps(hparams)
-  for read_only in (checkpoints, model_dir):
+  for read_only in (checkpoints, pretraining.model_dir):
     os.chmod(read_only, 0o555)
     try:
-      refused = pretrain()
+      refused = pretrain(8)
     finally:
       os.chmod(read_only, 0o755)
     assert_refused(refused.returncode, refused.stderr,
                    "cannot write to %s " % read_only, "Permission denied")
     assert "step 2/" not in refused.stdout  # Refused before training.
     assert sorted(os.listdir(checkpoints)) == before
-  resumed = pretrain()
+  resumed = pretrain(8)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Training steps 4 -> 8" in resumed.stdout

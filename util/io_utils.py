@@ -54,32 +54,28 @@ def check_writable(directory, fix="choose another --data-dir or "
   `depth` levels (a resumed run writes into its `checkpoints/`, `results/`,
   ...: a read-only one is found before training, not at the first save)."""
   tf = _tf()
-  try:
-    tf.io.gfile.makedirs(directory)
-  except tf.errors.OpError as e:
-    raise UserError("cannot write to %s (%s); %s." % (directory, e.message,
-                                                      fix))
   pending = [(directory, 0)]
   while pending:
     folder, level = pending.pop(0)
-    _probe_write(tf, folder, fix)
+    try:
+      if level == 0:
+        tf.io.gfile.makedirs(folder)
+      _probe_write(tf, folder)
+    except tf.errors.OpError as e:
+      raise UserError("cannot write to %s (%s); %s." % (folder, e.message,
+                                                        fix))
     if level < depth:
       pending.extend((posixpath.join(folder, name.rstrip("/")), level + 1)
                      for name in sorted(tf.io.gfile.listdir(folder))
                      if tf.io.gfile.isdir(posixpath.join(folder, name)))
 
 
-def _probe_write(tf, directory, fix):
-  """Writes and removes an empty file in `directory`; a UserError naming it
-  and `fix` if that fails."""
+def _probe_write(tf, directory):
+  """Writes and removes an empty file in `directory`."""
   probe = posixpath.join(directory, ".tmp-write-check-" + uuid.uuid4().hex)
-  try:
-    with tf.io.gfile.GFile(probe, "wb") as f:
-      f.write(b"")
-    tf.io.gfile.remove(probe)
-  except tf.errors.OpError as e:
-    raise UserError("cannot write to %s (%s); %s." % (directory, e.message,
-                                                      fix))
+  with tf.io.gfile.GFile(probe, "wb") as f:
+    f.write(b"")
+  tf.io.gfile.remove(probe)
 
 
 def output_entries(directory, flag):

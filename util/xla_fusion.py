@@ -112,7 +112,7 @@ def resolve(config, log=print, device=None):
   if on:
     log("fuse_elementwise %s -> on (%s): XLA fuses elementwise ops, "
         "matmuls stay with oneDNN" % (config.fuse_elementwise, reason))
-  elif config.mixed_precision == "bfloat16" or reason.startswith(
-      "not applied"):
+  elif config.mixed_precision == "bfloat16" or (
+      config.fuse_elementwise == "on"):  # Asked for, but not applicable.
     log("fuse_elementwise %s -> off (%s)" % (config.fuse_elementwise, reason))
   return on
