@@ -35,7 +35,10 @@ import tensorflow as tf
 from finetune.classification import classification_tasks
 from finetune.qa import qa_tasks
 from finetune.tagging import tagging_tasks
+from export import inference_encoder
 from export.text_encoder import TextEncoder
+from finetune.model import ENCODER_INPUTS
+from finetune.model import FinetuningModel
 from util.errors import UserError
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -46,13 +49,42 @@ _TEXT_INPUTS = {"text": ("text",), "pair": ("text", "text_b"),
 
 
 class _Serving(tf.Module):
-  """A model and its `TextEncoder`; `serve_text` and `serve_ids` (the two
-  signatures) are attached by `_attach_signatures`."""
+  """A model's forward for serving and its `TextEncoder`; `serve_text` and
+  `serve_ids` (the two signatures) are attached by `_attach_signatures`.
 
-  def __init__(self, model, encoder):
+  Args:
+    model: a `Discriminator` or a `FinetuningModel`: an `encoder` network
+      and a `head`.
+    encoder: the `TextEncoder` (text -> ids).
+    log: where to say which encoder network serves.
+
+  `predict(features)` is `model(features, training=False)`, computed with
+  the `InferenceEncoder` of `model.encoder` when it supports it; only that
+  and the head are saved, not the Keras encoder.
+  """
+
+  def __init__(self, model, encoder, log=print):
     super(_Serving, self).__init__()
-    self.model = model
+    usable, reason = inference_encoder.supports(model.encoder)
+    if usable:
+      self.network = inference_encoder.InferenceEncoder(model.encoder)
+    else:
+      log("serving the Keras encoder as it is (%s)" % reason)
+      self.network = model.encoder
+    self.head = model.head
+    self._head_takes_features = isinstance(model, FinetuningModel)
     self.encoder = encoder
+
+  def predict(self, features):
+    """The model's outputs (its head's dict or D's logits) in inference."""
+    inputs = {name: features[name] for name in ENCODER_INPUTS}
+    if isinstance(self.network, inference_encoder.InferenceEncoder):
+      sequence_output = self.network(inputs)
+    else:
+      sequence_output = self.network(inputs, training=False)
+    if self._head_takes_features:
+      return self.head(sequence_output, features, training=False)
+    return self.head(sequence_output, training=False)
 
 
 def _trimmed(features):
@@ -73,13 +105,14 @@ def _attach_signatures(module, outputs, text_inputs, max_query_length=None,
   """Adds the tf.functions `serve_text` and `serve_ids` to `module`.
 
   Args:
-    outputs: outputs(model, features) -> dict of tensors.
+    outputs: outputs(predict, features) -> dict of tensors, where
+      predict is `module.predict`.
     text_inputs: "text", "pair" or "question" (SQuAD).
     trim: run the model on the batch cut to its longest text (`_trimmed`);
       only for outputs that are per text, not per token.
   """
   def model_outputs(features):
-    return outputs(module.model, _trimmed(features) if trim else features)
+    return outputs(module.predict, _trimmed(features) if trim else features)
 
   def with_inputs(features):
     encoded = ("input_ids", "input_mask", "segment_ids", "paragraph_mask")
@@ -94,7 +127,7 @@ def _attach_signatures(module, outputs, text_inputs, max_query_length=None,
 
     @tf.function(input_signature=[_IDS] * 4)
     def serve_ids(input_ids, input_mask, segment_ids, paragraph_mask):
-      return outputs(module.model, dict(
+      return outputs(module.predict, dict(
           input_ids=input_ids, input_mask=input_mask,
           segment_ids=segment_ids, paragraph_mask=paragraph_mask))
   else:
@@ -117,22 +150,23 @@ def _attach_signatures(module, outputs, text_inputs, max_query_length=None,
   return module
 
 
-def _replaced_probability(discriminator, features):
-  logits = discriminator(features, training=False)
+def _replaced_probability(predict, features):
+  logits = predict(features)
   mask = tf.cast(features["input_mask"], tf.float32)
   return dict(replaced_probability=tf.sigmoid(logits) * mask)
 
 
 def _task_outputs(task):
-  """(kind, outputs(model, features) -> dict) of a fine-tuning task."""
+  """(kind, outputs(predict, features) -> dict) of a fine-tuning task;
+  predict(features) is the model's output dict in inference."""
   if isinstance(task, classification_tasks.RegressionTask):
-    return "regression", lambda model, f: dict(
-        score=model(f, training=False)["logits"][:, 0])
+    return "regression", lambda predict, f: dict(
+        score=predict(f)["logits"][:, 0])
   if isinstance(task, classification_tasks.ClassificationTask):
     labels = tf.constant([str(label) for label in task.label_list])
 
-    def classify(model, f):
-      probs = tf.nn.softmax(model(f, training=False)["logits"], axis=-1)
+    def classify(predict, f):
+      probs = tf.nn.softmax(predict(f)["logits"], axis=-1)
       label_id = tf.argmax(probs, axis=-1, output_type=tf.int32)
       return dict(probabilities=probs, label_id=label_id,
                   label=tf.gather(labels, label_id))
@@ -140,15 +174,15 @@ def _task_outputs(task):
   if isinstance(task, tagging_tasks.TaggingTask):
     tags = tf.constant([str(label) for label in task.label_list] + [""])
 
-    def tag(model, f):
-      ids = tf.argmax(model(f, training=False)["logits"], axis=-1,
+    def tag(predict, f):
+      ids = tf.argmax(predict(f)["logits"], axis=-1,
                       output_type=tf.int32)
       padding = tf.equal(f["input_mask"], 0)
       return dict(tag_ids=ids, tags=tf.gather(
           tags, tf.where(padding, len(task.label_list), ids)))
     return "tagging", tag
   if isinstance(task, qa_tasks.QATask):
-    return "squad", lambda model, f: model(f, training=False)
+    return "squad", lambda predict, f: predict(f)
   raise UserError("task %r (%s) has no SavedModel export." % (
       task.name, type(task).__name__))
 
@@ -193,7 +227,8 @@ def export_saved_model(model, config, output_dir, sentencepiece_model=None,
       instead of `config.vocab_file`.
   """
   module = _attach_signatures(
-      _Serving(model.discriminator, _encoder(config, sentencepiece_model)),
+      _Serving(model.discriminator, _encoder(config, sentencepiece_model),
+               log),
       _replaced_probability, "text")
   return _save(module, output_dir, log)
 
@@ -208,12 +243,12 @@ def export_task_saved_model(model, task, config, output_dir, log=print):
   """
   kind, outputs = _task_outputs(task)
   if kind == "squad":
-    module = _attach_signatures(_Serving(model, _encoder(config, None)),
+    module = _attach_signatures(_Serving(model, _encoder(config, None), log),
                                 outputs, "question", config.max_query_length)
   else:
     rule = getattr(task, "truncation", None) or "head"
     module = _attach_signatures(
-        _Serving(model, _encoder(config, None, rule)), outputs,
+        _Serving(model, _encoder(config, None, rule), log), outputs,
         "text" if _text_inputs(task) == 1 else "pair",
         trim=kind in ("classification", "regression"))
   log("%s task %r" % (kind, task.name))
