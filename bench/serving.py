@@ -15,8 +15,10 @@ transformers' `ElectraForSequenceClassification` has another head (dense,
 GELU, dense), which these weights do not fill.
 
 Each side runs in a process of its own (bench/serving_worker.py), on CPU,
-with `--threads` threads (TensorFlow's intra- and inter-op pools;
-torch.set_num_threads and the fast tokenizer's pool): ours with only
+with `--threads` threads (TensorFlow's inter-op pool, and an intra-op pool
+of half as many, since the export computes two groups of heads and FFN
+units side by side (export/inference_encoder.py); torch.set_num_threads
+and the fast tokenizer's pool): ours with only
 tensorflow and tensorflow_text imported, the other with transformers'
 AutoTokenizer (fast) and AutoModel. Both read the same sentences (column
 `--column` of `--tsv`). Per round, each side in turn (alternating who goes

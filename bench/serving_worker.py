@@ -33,7 +33,11 @@ class _Ours(object):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     import tensorflow_text  # noqa: F401 pylint: disable=unused-import,g-import-not-at-top
     self.tf = tf
-    tf.config.threading.set_intra_op_parallelism_threads(spec["threads"])
+    # The export computes two groups of heads and FFN units side by side
+    # (export/inference_encoder.py): the inter-op pool runs the two, each
+    # op on half the threads, as the README's serving advice says.
+    tf.config.threading.set_intra_op_parallelism_threads(
+        max(1, spec["threads"] // 2))
     tf.config.threading.set_inter_op_parallelism_threads(spec["threads"])
     served = tf.saved_model.load(spec["saved_model"])
     self._text = served.signatures["serving_default"]

@@ -68,6 +68,10 @@ class _Serving(tf.Module):
     usable, reason = inference_encoder.supports(model.encoder)
     if usable:
       self.network = inference_encoder.InferenceEncoder(model.encoder)
+      log("serving the encoder as export/inference_encoder.py computes it "
+          "(%d groups side by side: for speed, serve with inter-op threads "
+          "= cores, intra-op threads = cores / %d)" % (
+              self.network.parts, self.network.parts))
     else:
       log("serving the Keras encoder as it is (%s)" % reason)
       self.network = model.encoder

@@ -58,11 +58,12 @@ def _inputs(lengths, seq_len=None, seed=3):
     ([9], None),          # one text: tokens as columns
     ([9, 4, 1], 11),      # a padded batch: tokens as rows
 ])
+@pytest.mark.parametrize("parts", [1, 2, 3])  # 3: groups of 1, 1, 2 heads
 def test_it_computes_what_the_keras_encoder_computes(
-    hidden_act, embedding_size, relative_position, lengths, seq_len):
+    hidden_act, embedding_size, relative_position, lengths, seq_len, parts):
   encoder = _encoder(hidden_act, embedding_size, relative_position)
   inputs = _inputs(lengths, seq_len)
-  fast = inference_encoder.InferenceEncoder(encoder)
+  fast = inference_encoder.InferenceEncoder(encoder, parts)
   expected = encoder(inputs, training=False).numpy()
   for got in (fast(inputs), tf.function(fast)(inputs)):
     assert got.shape == expected.shape
@@ -102,7 +103,11 @@ def test_the_saved_models_forward_uses_it_and_falls_back_when_it_cannot():
   assert isinstance(serving.network, inference_encoder.InferenceEncoder)
   np.testing.assert_allclose(serving.predict(inputs).numpy(), expected,
                              rtol=TOL, atol=TOL)
-  assert not logs
+  assert logs == ["serving the encoder as export/inference_encoder.py "
+                  "computes it (2 groups side by side: for speed, serve "
+                  "with inter-op threads = cores, intra-op threads = cores "
+                  "/ 2)"]
+  logs.clear()
 
   tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
   try:
