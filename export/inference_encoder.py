@@ -17,14 +17,14 @@ the matmuls. The heads and the FFN's inner units are cut into two groups
 whose ops are independent until their outputs are summed, so that the
 executor runs them side by side: at a few dozen tokens a matmul gains
 little from a second intra-op thread, so serve with an inter-op pool of
-the cores and an intra-op pool of half. A batch of one text takes the tokens
-as columns instead (W x^T is already [q|k|v, heads, size, tokens]): no
-transposes, which at a few dozen tokens cost as much as the matmuls. The
-query scale 1/sqrt(size)
-is folded into Wq and bq; the rest is the encoder's own arithmetic, so the
-outputs agree with the Keras encoder's to float32 rounding
-(tests/export/test_inference_encoder.py). The embeddings, the embedding
-projection and the relative position bias are the encoder's own layers.
+the cores and an intra-op pool of half. A batch of one text takes the
+tokens as columns instead (W x^T is already [q|k|v, heads, size, tokens]):
+no transposes, which at a few dozen tokens cost as much as the matmuls.
+The query scale 1/sqrt(size) is folded into Wq and bq; the rest is the
+encoder's own arithmetic, so the outputs agree with the Keras encoder's to
+float32 rounding (tests/export/test_inference_encoder.py). The embeddings,
+the embedding projection and the relative position bias are the encoder's
+own layers.
 
 Measured with bench/serving.py (README, "Serving on a CPU beside
 transformers").
@@ -37,7 +37,7 @@ import math
 
 import tensorflow as tf
 
-from model.layers.attention import padding_bias
+from model.networks.encoder import attention_bias
 
 
 def supports(encoder):
@@ -105,13 +105,12 @@ class _Block(tf.Module):
     attention = block._attention_layer  # pylint: disable=protected-access
     self.head_size = attention._key_dim  # pylint: disable=protected-access
     scales = (1.0 / math.sqrt(float(self.head_size)), 1.0, 1.0)
+    projections = (attention._query_dense, attention._key_dense,  # pylint: disable=protected-access
+                   attention._value_dense)  # pylint: disable=protected-access
     # Per projection: kernel [hidden, heads, size] -> [heads, size, hidden].
-    kernels = [tf.transpose(d.kernel, [1, 2, 0]) * s for d, s in zip(
-        (attention._query_dense, attention._key_dense,  # pylint: disable=protected-access
-         attention._value_dense), scales)]  # pylint: disable=protected-access
-    biases = [d.bias * s for d, s in zip(
-        (attention._query_dense, attention._key_dense,  # pylint: disable=protected-access
-         attention._value_dense), scales)]  # pylint: disable=protected-access
+    kernels = [tf.transpose(d.kernel, [1, 2, 0]) * s
+               for d, s in zip(projections, scales)]
+    biases = [d.bias * s for d, s in zip(projections, scales)]
     out = attention._output_dense.kernel  # pylint: disable=protected-access
     self.head_groups = []
     for i, (a, b) in enumerate(_split(attention._num_heads, parts)):  # pylint: disable=protected-access
@@ -205,7 +204,9 @@ class InferenceEncoder(tf.Module):
 
   Call: a dict with `input_ids`, `input_mask`, `segment_ids` [batch, seq]
   int32 -> the sequence output [batch, seq, hidden] float32, as
-  `encoder(inputs, training=False)`.
+  `encoder(inputs, training=False)`. It computes inference only; `training`
+  is taken so that it stands where the Keras encoder is called, and must
+  not be True.
   """
 
   def __init__(self, encoder, parts=2):
@@ -220,14 +221,15 @@ class InferenceEncoder(tf.Module):
     self.parts = parts
     self.blocks = [_Block(block, parts) for block in encoder.transformer_layers]
 
-  def __call__(self, inputs):
+  def __call__(self, inputs, training=None):
+    if training:
+      raise ValueError("InferenceEncoder computes inference only.")
     x = self.embeddings(inputs["input_ids"], inputs["segment_ids"],
                         training=False)
     if self.embedding_projection is not None:
       x = self.embedding_projection(x)
-    bias = padding_bias(inputs["input_mask"])
-    if self.relative_position_bias is not None:
-      bias += tf.cast(self.relative_position_bias(x[:1], x[:1]), tf.float32)
+    bias = attention_bias(x, inputs["input_mask"],
+                          self.relative_position_bias)
     batch, seq = tf.shape(x)[0], tf.shape(x)[1]
     hidden = x.shape[-1]
     x = tf.reshape(x, [batch * seq, hidden])

@@ -81,11 +81,8 @@ class _Serving(tf.Module):
 
   def predict(self, features):
     """The model's outputs (its head's dict or D's logits) in inference."""
-    inputs = {name: features[name] for name in ENCODER_INPUTS}
-    if isinstance(self.network, inference_encoder.InferenceEncoder):
-      sequence_output = self.network(inputs)
-    else:
-      sequence_output = self.network(inputs, training=False)
+    sequence_output = self.network(
+        {name: features[name] for name in ENCODER_INPUTS}, training=False)
     if self._head_takes_features:
       return self.head(sequence_output, features, training=False)
     return self.head(sequence_output, training=False)

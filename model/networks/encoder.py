@@ -21,6 +21,25 @@ from model.layers.attention import BiasedSelfAttention
 from model.layers.attention import padding_bias
 
 
+def attention_bias(hidden, input_mask, relative_position_bias=None):
+  """The additive attention bias of an encoder's blocks.
+
+  Args:
+    hidden: [batch, seq_len, hidden] the embeddings (only their positions
+      are read).
+    input_mask: [batch, seq_len], 1 for real tokens, 0 for padding.
+    relative_position_bias: the encoder's `RelativePositionBias` or None.
+
+  Returns: [batch|1, heads|1, seq_len, seq_len] float32.
+  """
+  bias = padding_bias(input_mask)
+  if relative_position_bias is not None:
+    # The bias depends on positions only: compute it for one example.
+    bias += tf.cast(relative_position_bias(hidden[:1], hidden[:1]),
+                    tf.float32)
+  return bias
+
+
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
 class ElectraEncoder(tf_keras.Model):
   """A transformer encoder over (possibly shared) embeddings.
@@ -91,12 +110,7 @@ class ElectraEncoder(tf_keras.Model):
 
   def attention_bias(self, hidden, input_mask):
     """Additive attention bias, [batch|1, heads|1, seq_len, seq_len] f32."""
-    bias = padding_bias(input_mask)
-    if self.relative_position_bias is not None:
-      # The bias depends on positions only: compute it for one example.
-      bias += tf.cast(self.relative_position_bias(hidden[:1], hidden[:1]),
-                      tf.float32)
-    return bias
+    return attention_bias(hidden, input_mask, self.relative_position_bias)
 
   def call(self, inputs, training=None):
     x = self.embeddings(inputs["input_ids"], inputs["segment_ids"],
