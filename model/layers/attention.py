@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tf_keras
 
+from model.layers.dropout import CounterDropout
+
 # Added to the attention logits of padding keys; large but finite in float32.
 PADDING_BIAS = -1e9
 
@@ -27,7 +29,14 @@ class BiasedSelfAttention(tf_keras.layers.MultiHeadAttention):
     added to the attention logits in float32 before the softmax, so
     bf16/fp16 logits do not overflow.
   Output: [batch, seq_len, hidden] in the compute dtype.
+
+  The attention probabilities' dropout is a `CounterDropout`.
   """
+
+  def _build_attention(self, rank):
+    super(BiasedSelfAttention, self)._build_attention(rank)
+    self._dropout_layer = CounterDropout(rate=self._dropout,
+                                         dtype=self._dtype_policy)
 
   def _compute_attention_mask(self, query, value, key=None,
                               attention_mask=None, use_causal_mask=False):

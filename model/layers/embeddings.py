@@ -5,6 +5,7 @@ import tf_keras
 from official.nlp.modeling import layers as nlp_layers
 
 from model.initializers import truncated_normal
+from model.layers.dropout import CounterDropout
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
@@ -75,7 +76,7 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
         name="type_embeddings")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype=tf.float32, name="layer_norm")
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = CounterDropout(dropout_rate)
 
   @property
   def embedding_size(self):

@@ -7,18 +7,20 @@ projection (when embedding and hidden sizes differ), an optional T5-style
 relative position bias computed once per call and shared by all layers, and
 post-LayerNorm transformer blocks
 (`official.nlp.modeling.layers.TransformerScaffold`) whose attention is
-`BiasedSelfAttention`.
+`BiasedSelfAttention`, whose feed-forward activation is
+`activations.inner_activation` (GELU with a backward pass that keeps only
+its input) and whose dropout is `CounterDropout` (`TransformerBlock`).
 """
 
 import tensorflow as tf
 import tf_keras
-from official.modeling import tf_utils
 from official.nlp.modeling import layers as nlp_layers
 
-from model import activations  # noqa: F401 (registers "gelu_exact")
+from model import activations
 from model.initializers import truncated_normal
 from model.layers.attention import BiasedSelfAttention
 from model.layers.attention import padding_bias
+from model.layers.dropout import CounterDropout
 
 
 def attention_bias(hidden, input_mask, relative_position_bias=None):
@@ -38,6 +40,18 @@ def attention_bias(hidden, input_mask, relative_position_bias=None):
     bias += tf.cast(relative_position_bias(hidden[:1], hidden[:1]),
                     tf.float32)
   return bias
+
+
+@tf_keras.utils.register_keras_serializable(package="electra_hp")
+class TransformerBlock(nlp_layers.TransformerScaffold):
+  """tf-models-official's `TransformerScaffold` whose two dropout layers
+  (after the attention and after the feed-forward block) are
+  `CounterDropout`s. Arguments, inputs and outputs are its own."""
+
+  def build(self, input_shape):
+    super(TransformerBlock, self).build(input_shape)
+    self._attention_dropout = CounterDropout(self._dropout_rate)
+    self._output_dropout = CounterDropout(self._dropout_rate)
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
@@ -97,10 +111,10 @@ class ElectraEncoder(tf_keras.Model):
           dtype=tf.float32,
           name="relative_position_bias")
     self.transformer_layers = [
-        nlp_layers.TransformerScaffold(
+        TransformerBlock(
             num_attention_heads=num_attention_heads,
             inner_dim=intermediate_size,
-            inner_activation=tf_utils.get_activation(hidden_act),
+            inner_activation=activations.inner_activation(hidden_act),
             attention_cls=BiasedSelfAttention,
             dropout_rate=hidden_dropout_prob,
             attention_dropout_rate=attention_probs_dropout_prob,
