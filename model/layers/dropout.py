@@ -11,9 +11,11 @@ mode behave as with Keras's layer), and the mask is a hash of (seed,
 element index): two rounds of a 32-bit integer hash (Wellons' "lowbias32"),
 compared with rate * 2^32. Forward and backward passes each recompute it
 inside an XLA loop (`_scaled`), so no mask is stored and no random tensor
-is written to memory. Measured in the same process (ELECTRA-Small, batch
-16, mixed_bfloat16 with fuse_elementwise, 2-core Xeon): the hp_loss step
-went from 0.874 to 0.823 s.
+is written to memory. Measured in one process (ELECTRA-Small, batch 16,
+mixed_bfloat16 with fuse_elementwise, 2-core Xeon, interleaved rounds):
+the hp_loss step took 0.840 s with this layer, 0.899 s with Keras's; as
+one compiled function even under fusion it took 0.874 s against 0.823 s
+as plain ops, hence `_scaled`'s two ways.
 """
 
 import tensorflow as tf
