@@ -79,13 +79,24 @@ def device_of(strategy):
   return "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
 
 
+_AUTO_CLUSTERING = "autoclustering"
+
+
+def is_on():
+  """Whether this process runs with TensorFlow's auto-clustering on (as
+  `enable` leaves it): ops written as plain elementwise ops are then fused
+  by XLA with their neighbours (model/layers/dropout.py reads this)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.config.optimizer.get_jit() == _AUTO_CLUSTERING
+
+
 def enable():
   """Turns TensorFlow's auto-clustering on for this process; returns False
   (and changes nothing) when TF_XLA_FLAGS lacks ENV_FLAGS."""
   if not available():
     return False
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  tf.config.optimizer.set_jit("autoclustering")
+  tf.config.optimizer.set_jit(_AUTO_CLUSTERING)
   return True
 
 

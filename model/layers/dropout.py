@@ -10,16 +10,19 @@ generator (so `tf_keras.utils.set_random_seed`, the checkpointed
 mode behave as with Keras's layer), and the mask is a hash of (seed,
 element index): two rounds of a 32-bit integer hash (Wellons' "lowbias32"),
 compared with rate * 2^32. Forward and backward passes each recompute it
-inside an XLA loop (`_scaled`), so no mask is stored and no random tensor
-is written to memory. Measured in one process (ELECTRA-Small, batch 16,
-mixed_bfloat16 with fuse_elementwise, 2-core Xeon, interleaved rounds):
-the hp_loss step took 0.840 s with this layer, 0.899 s with Keras's; as
-one compiled function even under fusion it took 0.874 s against 0.823 s
-as plain ops, hence `_scaled`'s two ways.
+inside an XLA loop (`_scale_fused_or_compiled`), so no mask is stored and
+no random tensor is written to memory. Measured in one process
+(ELECTRA-Small, batch 16, mixed_bfloat16 with fuse_elementwise, 2-core
+Xeon, interleaved rounds): the hp_loss step took 0.840 s with this
+layer, 0.899 s with Keras's; as one compiled function even under fusion
+it took 0.874 s against 0.823 s as plain ops, hence the two ways of
+`_scale_fused_or_compiled`.
 """
 
 import tensorflow as tf
 import tf_keras
+
+from util import xla_fusion
 
 # Wellons' lowbias32 multipliers (github.com/skeeto/hash-prospector).
 _HASH_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
@@ -65,12 +68,12 @@ def _scale(x, seed, rate):
 _scale_compiled = tf.function(_scale, jit_compile=True)
 
 
-def _scaled(x, seed, rate):
+def _scale_fused_or_compiled(x, seed, rate):
   """x times `keep_scale`: as plain ops when TensorFlow's XLA
   auto-clustering is on (hparam `fuse_elementwise`), which fuses them with
   the ops around them; else as one XLA-compiled function, which is still one
   loop where TensorFlow's kernels would make about ten passes."""
-  if tf.config.optimizer.get_jit() == "autoclustering":
+  if xla_fusion.is_on():
     return _scale(x, seed, rate)
   return _scale_compiled(x, seed, rate)
 
@@ -82,8 +85,8 @@ def counter_dropout(x, rate, seed):
   @tf.custom_gradient
   def dropout(x, seed):
     def grad(dy):
-      return _scaled(dy, seed, rate), None
-    return _scaled(x, seed, rate), grad
+      return _scale_fused_or_compiled(dy, seed, rate), None
+    return _scale_fused_or_compiled(x, seed, rate), grad
   return dropout(x, seed)
 
 
