@@ -65,3 +65,33 @@ def test_bfloat16_pretraining_turns_it_on(tmp_path):
   assert ("fuse_elementwise auto -> on (bfloat16 on CPU): XLA fuses "
           "elementwise ops, matmuls stay with oneDNN") in proc.stdout
   assert "Eval at step 2" in proc.stdout or "step 2/2" in proc.stdout
+
+
+def _scoped_graph_ops(monkeypatch, clustering):
+  """{op type: its _XlaCompile attr or None} of a graph built in
+  `outside_clusters`, with auto-clustering on or off."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(xla_fusion, "is_on", lambda: clustering)
+
+  def build(x):
+    with xla_fusion.outside_clusters():
+      return tf.reduce_max(x, axis=-1)
+
+  graph = tf.function(build).get_concrete_function(
+      tf.TensorSpec([2, 3], tf.float32)).graph
+  found = {}
+  for op in graph.get_operations():
+    try:
+      found[op.type] = op.get_attr("_XlaCompile")
+    except ValueError:
+      found[op.type] = None
+  return found
+
+
+def test_outside_clusters_marks_ops_only_under_auto_clustering(monkeypatch):
+  assert _scoped_graph_ops(monkeypatch, True)["Max"] is False
+  assert _scoped_graph_ops(monkeypatch, False)["Max"] is None
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(xla_fusion, "is_on", lambda: True)
+  with xla_fusion.outside_clusters():  # eager: Keras builds models so
+    assert float(tf.reduce_max(tf.constant([1.0, 2.0]))) == 2.0

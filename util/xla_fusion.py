@@ -25,6 +25,7 @@ and the auto-clustering switch `tf.config.optimizer.set_jit`, which
 A user's TF_XLA_FLAGS that already names either flag is left as it is.
 """
 
+import contextlib
 import os
 
 SETTINGS = ("auto", "on", "off")
@@ -88,6 +89,19 @@ def is_on():
   by XLA with their neighbours (model/layers/dropout.py reads this)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.config.optimizer.get_jit() == _AUTO_CLUSTERING
+
+
+def outside_clusters():
+  """A context in which the ops built stay out of auto-clustering: for
+  reductions along a long row (the vocabulary), where TensorFlow's CPU
+  kernels are faster than XLA's (a max over [16, 19, 30522] float32: 1.2
+  against 7 ms; an argmax: 2.7 against 16 ms). A no-op when executing
+  eagerly (Keras builds a model by calling it once) and when auto-
+  clustering is off."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if tf.executing_eagerly() or not is_on():
+    return contextlib.nullcontext()
+  return tf.xla.experimental.jit_scope(compile_ops=False)
 
 
 def enable():

@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tf_keras
 
+from model.layers.dense import EinsumDense
 from model.layers.dropout import CounterDropout
 
 # Added to the attention logits of padding keys; large but finite in float32.
@@ -30,13 +31,21 @@ class BiasedSelfAttention(tf_keras.layers.MultiHeadAttention):
     bf16/fp16 logits do not overflow.
   Output: [batch, seq_len, hidden] in the compute dtype.
 
-  The attention probabilities' dropout is a `CounterDropout`.
+  The attention probabilities' dropout is a `CounterDropout`; the query,
+  key, value and output projections add their bias with `dense.add_bias`.
   """
 
   def _build_attention(self, rank):
     super(BiasedSelfAttention, self)._build_attention(rank)
     self._dropout_layer = CounterDropout(rate=self._dropout,
                                          dtype=self._dtype_policy)
+    for projection in (self._query_dense, self._key_dense, self._value_dense):
+      EinsumDense.adopt(projection)
+
+  def _make_output_dense(self, free_dims, common_kwargs, name=None):
+    return EinsumDense.adopt(super(BiasedSelfAttention, self)
+                             ._make_output_dense(free_dims, common_kwargs,
+                                                 name))
 
   def _compute_attention_mask(self, query, value, key=None,
                               attention_mask=None, use_causal_mask=False):

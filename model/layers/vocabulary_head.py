@@ -6,6 +6,7 @@ from official.modeling import tf_utils
 
 from model import activations  # noqa: F401 (registers "gelu_exact")
 from model.initializers import truncated_normal
+from model.layers.dense import add_bias
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
@@ -65,7 +66,7 @@ class VocabularyHead(tf_keras.layers.Layer):
   def project(self, h, embedding_table=None):
     """Logits over the vocabulary h E^T + b, [batch, P, vocab] float32."""
     table = self._table(embedding_table)
-    return tf.einsum("bpe,ve->bpv", h, table) + self.output_bias
+    return add_bias(tf.einsum("bpe,ve->bpv", h, table), self.output_bias)
 
   def project_at(self, h, ids, embedding_table=None):
     """The logits of `project` at ids [batch, P] only: [batch, P] float32.

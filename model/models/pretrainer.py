@@ -5,7 +5,7 @@ in the order of google-research/electra's pre-training model:
 
   mask (done by the input pipeline) -> generator (MLM head, + sampling
     head in HP modes) -> the draw: the sampler's `Draw` over the
-    vocabulary (float32, stop-gradient), Gumbel-max per masked position
+    vocabulary (float32, stop-gradient), inverse-CDF draw per masked position
     (per-example stateless seeds) -> fake data x~ = x with x'_t scattered
     in -> discriminator -> z_t per token -> what the analyses and the
     losses read at the masked positions, the sampler's `DrawnTerms`
@@ -192,8 +192,8 @@ class ElectraPretrainer(tf_keras.Model):
 
     # The draw: x'_t per masked position.
     draw = self._draw(inputs, sampler)
-    sampled = sampling.gumbel_max_sample(draw.log_probs,
-                                         features["sample_seed"])
+    sampled = sampling.categorical_sample(draw.log_probs,
+                                          features["sample_seed"])
 
     # Fake data: x with x'_t written at the real masked positions.
     fake_ids = sampling.scatter_at_positions(features["input_ids"], positions,

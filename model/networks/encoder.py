@@ -20,6 +20,7 @@ from model import activations
 from model.initializers import truncated_normal
 from model.layers.attention import BiasedSelfAttention
 from model.layers.attention import padding_bias
+from model.layers.dense import EinsumDense
 from model.layers.dropout import CounterDropout
 
 
@@ -46,12 +47,16 @@ def attention_bias(hidden, input_mask, relative_position_bias=None):
 class TransformerBlock(nlp_layers.TransformerScaffold):
   """tf-models-official's `TransformerScaffold` whose two dropout layers
   (after the attention and after the feed-forward block) are
-  `CounterDropout`s. Arguments, inputs and outputs are its own."""
+  `CounterDropout`s and whose feed-forward dense layers add their bias
+  with `dense.add_bias`. Arguments, inputs and outputs are its own."""
 
   def build(self, input_shape):
     super(TransformerBlock, self).build(input_shape)
     self._attention_dropout = CounterDropout(self._dropout_rate)
     self._output_dropout = CounterDropout(self._dropout_rate)
+    if self._feedforward_block is None:
+      EinsumDense.adopt(self._intermediate_dense)
+      EinsumDense.adopt(self._output_dense)
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")

@@ -199,7 +199,7 @@ def test_hp_dist_loss_drives_a_free_softmax_to_p_star():
   @tf.function
   def step(seed):
     log_ps_all = tf.nn.log_softmax(logits)
-    drawn = sampling.gumbel_max_sample(
+    drawn = sampling.categorical_sample(
         tf.broadcast_to(log_ps_all, [1, num_samples, vocab]),
         tf.reshape(seed, [1, 2]))
     with tf.GradientTape() as tape:

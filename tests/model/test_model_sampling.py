@@ -106,26 +106,67 @@ def _draw_many(log_probs, copies_per_example, batch, seed):
   tiled = np.tile(log_probs[None, None], [batch, copies_per_example, 1, 1])
   tiled = tiled.reshape(batch, copies_per_example * num_dists, vocab)
   seeds = np.stack([np.arange(batch), np.full(batch, seed)], -1)
-  draws = tf.function(sampling.gumbel_max_sample)(
+  draws = tf.function(sampling.categorical_sample)(
       tf.constant(tiled, tf.float32), tf.constant(seeds, tf.int32)).numpy()
   return draws.reshape(batch * copies_per_example, num_dists)
 
 
-def test_gumbel_max_frequencies_match_softmax():
-  probs = np.array([[0.3, 0.2, 0.15, 0.12, 0.1, 0.08, 0.04, 0.01],
-                    [0.02, 0.02, 0.5, 0.06, 0.1, 0.1, 0.1, 0.1],
-                    [0.125] * 8])
-  log_probs = np.log(probs) + np.array([[3.0], [-7.0], [0.0]])  # unnormalised
-  draws = _draw_many(log_probs, copies_per_example=20, batch=1000, seed=5)
+def _assert_frequencies(draws, probs):
+  """Each column of draws [n, rows] against its row of probs [rows, 8]."""
   n = draws.shape[0]
-  for d in range(3):
-    counts = np.bincount(draws[:, d], minlength=8)
-    chi2 = np.sum((counts - n * probs[d]) ** 2 / (n * probs[d]))
+  for d, p in enumerate(probs):
+    counts = np.bincount(draws[:, d], minlength=len(p))
+    chi2 = np.sum((counts - n * p) ** 2 / (n * p))
     assert chi2 < _CHI2_7_999, (d, counts)
-    assert 0.5 * np.abs(counts / n - probs[d]).sum() < 0.02
+    assert 0.5 * np.abs(counts / n - p).sum() < 0.02
 
 
-def test_gumbel_max_never_draws_impossible_tokens_and_disallow_correct():
+_PROBS = np.array([[0.3, 0.2, 0.15, 0.12, 0.1, 0.08, 0.04, 0.01],
+                   [0.02, 0.02, 0.5, 0.06, 0.1, 0.1, 0.1, 0.1],
+                   [0.125] * 8])
+
+
+def test_draw_frequencies_match_softmax():
+  log_probs = np.log(_PROBS) + np.array([[3.0], [-7.0], [0.0]])  # unnormalised
+  draws = _draw_many(log_probs, copies_per_example=20, batch=1000, seed=5)
+  _assert_frequencies(draws, _PROBS)
+
+
+@pytest.mark.parametrize("vocab", [300, 256])
+def test_draw_frequencies_match_softmax_across_blocks(vocab):
+  """Over a vocabulary of several blocks of the two-stage draw (with a tail
+  block of 44 tokens at 300, none at 256): the 8 tokens that hold the mass
+  sit in different blocks, the tail among them; the rest never come."""
+  where = np.array([0, 1, 127, 128, 200, 250, vocab - 2, vocab - 1])
+  log_probs = np.full((3, vocab), -1e9)
+  log_probs[:, where] = np.log(_PROBS) + 20.0  # exp overflows without max
+  draws = _draw_many(log_probs, copies_per_example=20, batch=1000, seed=8)
+  assert set(np.unique(draws)) <= set(where)
+  _assert_frequencies(np.searchsorted(where, draws), _PROBS)
+
+
+def test_a_total_rounded_up_never_picks_a_massless_entry():
+  """u * total can round to the total in float32: the pick is then the
+  last entry with mass, not a padding or impossible one after it."""
+  masses = tf.constant([[0.25, 0.5, 0.25, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0]])
+  top = tf.constant([1.0 - 2.0**-24] * 2)
+  np.testing.assert_array_equal(sampling._pick(masses, top).numpy(), [2, 1])
+  np.testing.assert_array_equal(
+      sampling._pick(masses, tf.constant([1.0, 1.0])).numpy(), [2, 1])
+  low = tf.constant([2.0**-24] * 2)
+  np.testing.assert_array_equal(sampling._pick(masses, low).numpy(), [0, 1])
+
+
+def test_draws_are_the_same_compiled():
+  log_probs = tf.random.stateless_normal([3, 19, 700], [3, 4]) * 3.0
+  seeds = tf.constant([[1, 2], [3, 4], [5, 6]])
+  eager = sampling.categorical_sample(log_probs, seeds).numpy()
+  compiled = tf.function(sampling.categorical_sample, jit_compile=True)(
+      log_probs, seeds).numpy()
+  np.testing.assert_array_equal(eager, compiled)
+
+
+def test_draw_never_gives_impossible_tokens_and_disallow_correct():
   log_probs = np.log(np.array([[0.97, 0.01, 0.01, 0.01, 1e-30, 1e-30,
                                 1e-30, 1e-30]]))
   log_probs[0, 4:] = -1e9
@@ -140,17 +181,17 @@ def test_gumbel_max_never_draws_impossible_tokens_and_disallow_correct():
 def test_draws_are_reproducible_and_per_example():
   log_probs = tf.random.stateless_normal([3, 4, 50], [7, 8])
   seeds = tf.constant([[1, 2], [3, 4], [5, 6]])
-  first = sampling.gumbel_max_sample(log_probs, seeds).numpy()
+  first = sampling.categorical_sample(log_probs, seeds).numpy()
   np.testing.assert_array_equal(
-      first, sampling.gumbel_max_sample(log_probs, seeds).numpy())
+      first, sampling.categorical_sample(log_probs, seeds).numpy())
   # Example 0 moved to another place in a smaller batch of other examples
   # (other distributions and seeds) keeps its draw.
   other = tf.concat([-log_probs[1:2], log_probs[:1]], 0)
-  second = sampling.gumbel_max_sample(
+  second = sampling.categorical_sample(
       other, tf.constant([[9, 9], [1, 2]])).numpy()
   np.testing.assert_array_equal(first[0], second[1])
   assert not np.array_equal(first[1], second[0])
-  changed = sampling.gumbel_max_sample(
+  changed = sampling.categorical_sample(
       log_probs, tf.constant([[1, 3], [3, 4], [5, 6]])).numpy()
   assert not np.array_equal(first[0], changed[0])
 
