@@ -134,11 +134,12 @@ def categorical_sample(log_probs, seeds):
   Only the block sums pass over the whole vocabulary (one XLA-fused pass,
   `_block_masses`); the row maximum, which keeps exp from overflowing for
   unnormalised log-probs, is TensorFlow's kernel, kept out of auto-
-  clustering, where XLA's CPU reduction over a 30k-long row is 3-5x
-  slower.
+  clustering, where XLA's CPU reduction over a 30k-long row is 4x
+  slower (bench/cpu_kernels.py).
 
-  Args: log_probs [batch, P, vocab] float32, normalised or not; entries of
-  -1e9 are never drawn. seeds [batch, 2]. Returns ids [batch, P] int32.
+  Args: log_probs [batch, P, vocab] float32 (vocab static), normalised or
+  not; entries of -1e9 are never drawn. seeds [batch, 2]. Returns ids
+  [batch, P] int32.
   """
   vocab = log_probs.shape[-1]
   with xla_fusion.outside_clusters():

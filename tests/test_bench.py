@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bench import compare_peer
+from bench import cpu_kernels
 from bench import harness
 from bench import input_pipeline
 from bench import peer as peer_lib
@@ -201,3 +202,32 @@ def test_max_batch_search_raises_other_errors():
   error = harness.tf.errors.InternalError(None, None, "a real bug")
   with pytest.raises(harness.tf.errors.InternalError):
     harness.find_max_batch(_RunnerThatFits(5, error), 1, 1024, 600)
+
+
+def test_cpu_kernels_times_every_variant(tmp_path, capsys):
+  out = tmp_path / "kernels.json"
+  assert cpu_kernels.main([
+      "--batch-size", "2", "--seq-len", "8", "--width", "16",
+      "--predictions", "3", "--vocab-size", "300", "--rounds", "2",
+      "--calls", "2", "--json", str(out)]) == 0
+  rows = json.loads(out.read_text())["rows"]
+  both = ("xla", "tensorflow")
+  assert sorted((r["case"], r["variant"]) for r in rows) == sorted(
+      [(case, v) for case in ("bias grad float32", "bias grad bfloat16",
+                              "vocab max", "argmax") for v in both] +
+      [("draw", "inverse CDF (ours)"), ("draw", "Gumbel-max")])
+  assert all(r["median_ms"] > 0 and r["spread"] >= 0 for r in rows)
+  assert "inverse CDF (ours)" in capsys.readouterr().out
+
+
+def test_cpu_kernels_gumbel_reference_draws_the_same_distribution():
+  """The bench's Gumbel-max reference and our draw agree in distribution
+  (so the bench compares two ways of one draw)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from model import sampling  # pylint: disable=g-import-not-at-top
+  probs = np.array([0.5, 0.3, 0.15, 0.05])
+  log_probs = tf.constant(np.tile(np.log(probs), [400, 50, 1]), tf.float32)
+  seeds = tf.stack([tf.range(400), tf.fill([400], 3)], axis=1)
+  for draw in (cpu_kernels.gumbel_max_sample, sampling.categorical_sample):
+    counts = np.bincount(draw(log_probs, seeds).numpy().ravel(), minlength=4)
+    np.testing.assert_allclose(counts / counts.sum(), probs, atol=0.015)

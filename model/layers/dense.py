@@ -3,9 +3,10 @@
 A bias's gradient is the output gradient summed over the leading (batch,
 sequence) axes. Under XLA auto-clustering (util/xla_fusion.py, on for
 bfloat16 on CPU) that sum joins the cluster of the elementwise gradient
-next to it, and XLA's CPU reduction along leading axes is 2-3x slower than
-TensorFlow's (a [16, 128, 1024] sum to [1024]: 3.5 against 1.1 ms in
-bfloat16, 2.7 against 1.2 ms in float32, on a 2-core Xeon). `add_bias`
+next to it, and XLA's CPU reduction along leading axes is 2.5x slower than
+TensorFlow's (a [16, 128, 1024] sum to [1024]: 4.6 against 1.7 ms in
+bfloat16, 4.2 against 1.7 ms in float32; bench/cpu_kernels.py on a 2-core
+Xeon). `add_bias`
 keeps that one sum out of the clusters; every value and gradient is the
 plain `x + bias`'s.
 
@@ -55,7 +56,9 @@ class EinsumDense(tf_keras.layers.EinsumDense):
   @classmethod
   def adopt(cls, layer):
     """Makes Keras's `EinsumDense` `layer` (built or not) one of these, in
-    place, and returns it."""
+    place, and returns it; one already of these is returned as it is."""
+    if isinstance(layer, cls):
+      return layer
     if type(layer) is not tf_keras.layers.EinsumDense:  # pylint: disable=unidiomatic-typecheck
       raise TypeError("adopt takes a tf_keras EinsumDense, not %s" %
                       type(layer).__name__)

@@ -68,6 +68,7 @@ def test_adopt_keeps_the_layer_and_refuses_other_layers():
   variables = list(layer.variables)
   assert dense.EinsumDense.adopt(layer) is layer
   assert isinstance(layer, dense.EinsumDense)
+  assert dense.EinsumDense.adopt(layer) is layer  # again: left as it is
   assert [v.name for v in layer.variables] == [v.name for v in variables]
   np.testing.assert_allclose(layer(x).numpy(), before.numpy(), rtol=1e-6)
   with pytest.raises(TypeError, match="Dense"):
