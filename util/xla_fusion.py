@@ -92,13 +92,14 @@ def is_on():
 
 
 def outside_clusters():
-  """A context in which the ops built stay out of auto-clustering: for
-  reductions that TensorFlow's CPU kernels run faster than XLA's: along a
-  long row (a max over [16, 19, 30522] float32: 2.8 against 11.0 ms) or
-  over the leading axes (a bias gradient: 1.7 against 4.2 ms;
-  bench/cpu_kernels.py). A no-op when executing
-  eagerly (Keras builds a model by calling it once) and when auto-
-  clustering is off."""
+  """A context in which the ops built stay out of auto-clustering.
+
+  For reductions that TensorFlow's CPU kernels run faster than XLA's:
+  along a long row (a max over [16, 19, 30522] float32: 2.8 against 11.0
+  ms) or over the leading axes (a bias gradient: 1.7 against 4.2 ms;
+  bench/cpu_kernels.py). A no-op when executing eagerly (Keras builds a
+  model by calling it once) and when auto-clustering is off.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if tf.executing_eagerly() or not is_on():
     return contextlib.nullcontext()
