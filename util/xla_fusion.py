@@ -86,7 +86,8 @@ _AUTO_CLUSTERING = "autoclustering"
 def is_on():
   """Whether this process runs with TensorFlow's auto-clustering on (as
   `enable` leaves it): ops written as plain elementwise ops are then fused
-  by XLA with their neighbours (model/layers/dropout.py reads this)."""
+  by XLA with their neighbours (model/layers/dropout.py and
+  `outside_clusters` read this)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.config.optimizer.get_jit() == _AUTO_CLUSTERING
 
