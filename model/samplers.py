@@ -115,6 +115,10 @@ class Sampler(object):
   learns = False
   normalises_over_batch = False
   draws_normalised = True
+  # Whether the head's loss differentiates u over the whole vocabulary
+  # (HP-Dist's log-softmax) or at the drawn token only (HP-Loss): the
+  # vocabulary projection of the sampling head then has a backward pass.
+  scores_backward_over_vocab = False
 
   @classmethod
   def from_config(cls, unused_config):
@@ -253,6 +257,7 @@ class HPDistSampler(Sampler):
   learns = True
   normalises_over_batch = True
   draws_normalised = False
+  scores_backward_over_vocab = True
 
   def __init__(self, weight_clip=10.0):
     self.weight_clip = weight_clip

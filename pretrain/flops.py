@@ -2,12 +2,17 @@
 
 Counts multiply-adds as 2 FLOPs, the dense matmuls and attention of both
 transformers, the heads and the embedding projections; a training step is
-forward + backward = 3x the forward pass. Element-wise work (softmax,
+forward + backward = 3x the forward pass, except for HP-Loss's sampling
+scores over the vocabulary, which have no backward pass (its loss reads them
+at the drawn token only). bench/matmul_floor.py checks these counts against
+the matmuls of the traced step. Element-wise work (softmax,
 LayerNorm, GELU, sampling) is ignored, as it is small next to the matmuls.
 
 The peak FLOP/s that MFU divides by is pretrain/peak.py's
 (`peak_flops_per_second`, re-exported here).
 """
+
+import functools
 
 from model import samplers
 from pretrain.peak import peak_flops_per_second as peak_flops_per_second  # pylint: disable=unused-import,useless-import-alias
@@ -22,8 +27,17 @@ def _encoder_forward(h, seq, num_layers, ffn, emb):
   return num_layers * per_layer + projection
 
 
-def _vocab_head_forward(h, emb, vocab, positions):
-  return positions * (2 * h * emb + 2 * emb * vocab)
+def _vocab_head(h, emb, vocab, positions, projection_backward=True):
+  """Training FLOPs of one vocabulary head (transform and projection).
+
+  Without `projection_backward` the [positions, vocab] projection runs
+  forward only (HP-Loss's scores: its loss reads u at the drawn token, a
+  dot product per position).
+  """
+  transform = 3 * positions * 2 * h * emb
+  if projection_backward:
+    return transform + 3 * positions * 2 * emb * vocab
+  return transform + positions * 2 * emb * vocab + 3 * positions * 2 * emb
 
 
 def pretraining_step_flops(config):
@@ -40,7 +54,10 @@ def pretraining_step_flops(config):
                       2 * d["hidden_size"])                 # RTD head
   forward += _encoder_forward(g["hidden_size"], seq, g["num_hidden_layers"],
                               g["intermediate_size"], g["embedding_size"])
-  heads = 2 if samplers.learns(config.sampling) else 1
-  forward += heads * _vocab_head_forward(g["hidden_size"], g["embedding_size"],
-                                         g["vocab_size"], preds)
-  return 3 * forward * config.train_batch_size
+  head = functools.partial(_vocab_head, g["hidden_size"],
+                           g["embedding_size"], g["vocab_size"], preds)
+  training = 3 * forward + head()  # the MLM head
+  sampler = samplers.sampler_class(config.sampling)
+  if sampler.learns:
+    training += head(projection_backward=sampler.scores_backward_over_vocab)
+  return training * config.train_batch_size

@@ -12,8 +12,10 @@ from bench import compare_peer
 from bench import cpu_kernels
 from bench import harness
 from bench import input_pipeline
+from bench import matmul_floor
 from bench import peer as peer_lib
 from bench import profile_step
+from pretrain import flops as flops_lib
 from tests import pretrain_fixtures
 from tests import paths
 
@@ -176,6 +178,78 @@ def test_profile_step_breaks_a_tiny_step_down(tmp_path, capsys):
   assert dict(result["by_type"]).get("Einsum", 0) > 0
   assert result["untraced_s_per_step"] > 0
   assert "by part of the step" in capsys.readouterr().out
+
+
+def test_matmul_floor_counts_flops_of_each_op_kind():
+  key = matmul_floor.OpKey
+  assert matmul_floor.op_flops(key("MatMul", ((6, 4), (5, 4)), "float32", (
+      ("transpose_a", False), ("transpose_b", True)))) == 2 * 6 * 4 * 5
+  assert matmul_floor.op_flops(key("MatMul", ((4, 6), (4, 5)), "float32", (
+      ("transpose_a", True), ("transpose_b", False)))) == 2 * 6 * 4 * 5
+  assert matmul_floor.op_flops(key("BatchMatMulV2", ((3, 1, 6, 4), (
+      7, 5, 4)), "float32", (("adj_x", False), ("adj_y", True)))) == (
+          2 * 3 * 7 * 6 * 4 * 5)
+  assert matmul_floor.op_flops(key("Einsum", ((2, 8, 4, 16), (2, 8, 4, 16)),
+                                   "bfloat16", (("equation",
+                                                 "aecd,abcd->acbe"),))) == (
+                                                     2 * 2 * 8 * 4 * 16 * 8)
+  assert matmul_floor.op_flops(key("Einsum", ((3, 2, 8, 4), (4, 5)),
+                                   "float32", (("equation",
+                                                "...d,de->...e"),))) == (
+                                                    2 * 3 * 2 * 8 * 4 * 5)
+
+
+@pytest.mark.parametrize("mode", ["mlm", "hp_loss", "hp_dist", "peer"])
+def test_matmul_floor_finds_the_flops_pretrain_flops_counts(mode):
+  """The matmuls of the traced step add up to pretrain/flops.py's count
+  (the rest: the one-hot segment embedding and the RTD head's last dense
+  layer, under 1%). The vocabulary is large enough that a head's backward
+  pass (two products the size of its forward one) counted or not (HP-Loss's
+  scores have none) is over 5% of the total."""
+  config = harness.make_config("tiny", "mlm" if mode == "peer" else mode, 2,
+                               32, 2000, "float32", hparams=_TINY_HPARAMS)
+  runner = (harness.peer if mode == "peer" else harness.ours)(config)
+  graph = runner.step.get_concrete_function(
+      harness.make_batches(config, 1)[0]).graph
+  counted = sum(count * matmul_floor.op_flops(key) for key, count in
+                matmul_floor.matmul_ops(graph).items())
+  analytic = flops_lib.pretraining_step_flops(config)
+  assert counted == pytest.approx(analytic, rel=0.01)
+  head = 2 * 4 * 2 * 16 * 2000  # one [batch x P, emb] x [emb, vocab] pass
+  assert 2 * head > 0.05 * analytic
+
+
+def test_matmul_floor_times_a_tiny_step(tmp_path, capsys):
+  out = tmp_path / "floor.json"
+  assert matmul_floor.main([
+      "--size", "tiny", "--mode", "hp_loss", "--batch-size", "2",
+      "--seq-len", "32", "--vocab-size", "64", "--calls", "2", "--rounds",
+      "2", "--step-rounds", "1", "--probe-tflops", "0.5", "--top", "3",
+      "--json", str(out)]) == 0
+  result = json.loads(out.read_text())
+  rows = result["rows"]
+  assert len(rows) == result["distinct_ops"]
+  assert sum(r["count"] for r in rows) == result["ops"] > 0
+  assert sum(r["total_ms"] for r in rows) == pytest.approx(
+      1e3 * result["floor_s"])
+  assert all(r["min_ms"] <= r["median_ms"] <= r["max_ms"] for r in rows)
+  assert result["floor_s"] > 0 and result["step_s"] > 0
+  assert result["mfu_ceiling"] == pytest.approx(
+      100 * result["analytic_flops"] / result["floor_s"] / 0.5e12)
+  assert "MFU ceiling" in capsys.readouterr().out
+
+
+def test_matmul_floor_times_each_call_of_an_op():
+  """Per call, 8 calls in a row take about what 2 do: none of the calls on
+  the same inputs is merged with or pruned for another. A matmul of 8x the
+  FLOPs takes longer: the call's own overhead is taken out, not the op."""
+  key = matmul_floor.OpKey
+  small = key("MatMul", ((128, 128), (128, 128)), "float32", ())
+  large = key("MatMul", ((256, 256), (256, 256)), "float32", ())
+  two, eight = (np.median(matmul_floor.time_op(large, calls, 7))
+                for calls in (2, 8))
+  assert 0.5 < eight / two < 2.0
+  assert eight > np.median(matmul_floor.time_op(small, 8, 7)) > 0
 
 
 class _RunnerThatFits(object):

