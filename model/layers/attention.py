@@ -1,5 +1,7 @@
 """Multi-head self-attention whose mask argument is an additive bias."""
 
+import math
+
 import tensorflow as tf
 import tf_keras
 
@@ -33,6 +35,8 @@ class BiasedSelfAttention(tf_keras.layers.MultiHeadAttention):
 
   The attention probabilities' dropout is a `CounterDropout`; the query,
   key, value and output projections add their bias with `dense.add_bias`.
+  Scores and context are batched matmuls over [batch, heads, seq, size]
+  (`_compute_attention`).
   """
 
   def _build_attention(self, rank):
@@ -56,3 +60,30 @@ class BiasedSelfAttention(tf_keras.layers.MultiHeadAttention):
     if attention_mask is not None:
       scores += tf.cast(attention_mask, tf.float32)
     return tf.cast(tf.nn.softmax(scores, axis=-1), attention_scores.dtype)
+
+  def _compute_attention(self, query, key, value, attention_mask=None,
+                         training=None):
+    """Keras's attention over one attention axis, as batched matmuls.
+
+    query [batch, T, heads, key_dim], key and value [batch, S, heads, size];
+    returns the output [batch, T, heads, value_dim] and the probabilities
+    [batch, heads, T, S], as Keras's. Keras's einsums over [batch, seq,
+    heads, size] transpose inside every call, forward and backward, at 2-4x
+    the cost of these explicit transposes and matmuls on CPU
+    (bench/matmul_floor.py).
+    """
+    if query.shape.rank != 4:  # several attention axes: Keras's einsums
+      return super(BiasedSelfAttention, self)._compute_attention(
+          query, key, value, attention_mask, training)
+    query = query * tf.cast(1.0 / math.sqrt(float(self._key_dim)),
+                            query.dtype)
+    scores = tf.matmul(heads_first(query), heads_first(key), transpose_b=True)
+    probs = self._masked_softmax(scores, attention_mask)
+    dropped = self._dropout_layer(probs, training=training)
+    output = heads_first(tf.matmul(dropped, heads_first(value)))
+    return output, probs
+
+
+def heads_first(x):
+  """[batch, seq, heads, size] -> [batch, heads, seq, size] and back."""
+  return tf.transpose(x, [0, 2, 1, 3])
