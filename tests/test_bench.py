@@ -233,6 +233,9 @@ def test_matmul_floor_times_a_tiny_step(tmp_path, capsys):
   assert sum(r["total_ms"] for r in rows) == pytest.approx(
       1e3 * result["floor_s"])
   assert all(r["min_ms"] <= r["median_ms"] <= r["max_ms"] for r in rows)
+  assert all(r["best_ms"] == min(r["median_ms"], r["side_by_side_ms"])
+             for r in rows)
+  assert result["floor_s"] <= result["in_a_row_s"]
   assert result["floor_s"] > 0 and result["step_s"] > 0
   assert result["mfu_ceiling"] == pytest.approx(
       100 * result["analytic_flops"] / result["floor_s"] / 0.5e12)
@@ -240,16 +243,19 @@ def test_matmul_floor_times_a_tiny_step(tmp_path, capsys):
 
 
 def test_matmul_floor_times_each_call_of_an_op():
-  """Per call, 8 calls in a row take about what 2 do: none of the calls on
-  the same inputs is merged with or pruned for another. A matmul of 8x the
+  """Per call, 8 calls take about what 2 do, in a row and side by side:
+  none is merged with or pruned for another. A matmul of 8x the
   FLOPs takes longer: the call's own overhead is taken out, not the op."""
   key = matmul_floor.OpKey
   small = key("MatMul", ((128, 128), (128, 128)), "float32", ())
   large = key("MatMul", ((256, 256), (256, 256)), "float32", ())
-  two, eight = (np.median(matmul_floor.time_op(large, calls, 7))
-                for calls in (2, 8))
-  assert 0.5 < eight / two < 2.0
-  assert eight > np.median(matmul_floor.time_op(small, 8, 7)) > 0
+  for side_by_side in (False, True):
+    two, eight = (np.median(matmul_floor.time_op(large, calls, 7,
+                                                 side_by_side))
+                  for calls in (2, 8))
+    assert 0.4 < eight / two < 2.5, side_by_side
+    assert eight > np.median(matmul_floor.time_op(small, 8, 7,
+                                                  side_by_side)) > 0
 
 
 class _RunnerThatFits(object):
