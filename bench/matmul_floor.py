@@ -210,7 +210,7 @@ def measure(args):
   sys.stderr.write("\n")
   rows.sort(key=lambda row: -row["total_ms"])
   floor = sum(row["total_ms"] for row in rows) / 1e3
-  in_a_row = sum(row["count"] * row["median_ms"] for row in rows) / 1e3
+  in_a_row_floor = sum(row["count"] * row["median_ms"] for row in rows) / 1e3
   counted = sum(row["count"] * row["flops"] for row in rows)
   analytic = flops_lib.pretraining_step_flops(config)
   probe = (args.probe_tflops * 1e12 if args.probe_tflops else
@@ -226,7 +226,7 @@ def measure(args):
       device=peak_lib.gpu_name() or peak_lib.cpu_name(),
       tf_version=tf.__version__, calls=args.calls, rounds=args.rounds,
       ops=sum(ops.values()), distinct_ops=len(ops), floor_s=floor,
-      in_a_row_s=in_a_row, counted_flops=counted, analytic_flops=analytic,
+      in_a_row_s=in_a_row_floor, counted_flops=counted, analytic_flops=analytic,
       probe_tflops=probe / 1e12,
       matmul_tflops_per_s=_per_second(counted, floor) / 1e12,
       mfu_ceiling=100.0 * _per_second(analytic, floor) / probe,
