@@ -44,7 +44,6 @@ tensorflow_startup()
 
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-from bench import batches as batches_lib
 from bench import harness
 from pretrain import flops as flops_lib
 from pretrain import peak as peak_lib
@@ -66,19 +65,9 @@ _COLUMNS = (("model", "model", "%s"), ("size", "size", "%s"),
 
 def parse_args(argv):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--size", default="small", choices=harness.SIZES)
-  parser.add_argument("--batch-size", type=int, default=16)
-  parser.add_argument("--seq-len", type=int, default=128)
-  parser.add_argument("--vocab-size", type=int, default=30522)
-  parser.add_argument("--dtype", default="float32",
-                      choices=sorted(harness.DTYPES))
+  harness.add_step_flags(parser)
   parser.add_argument("--jit", action="store_true",
                       help="XLA-compile every model's forward/backward pass")
-  parser.add_argument("--fuse-elementwise", default="auto",
-                      choices=("auto", "on", "off"),
-                      help="XLA fuses elementwise ops for every model, the "
-                      "peer too (hparam fuse_elementwise; auto: on for "
-                      "bfloat16 on CPU)")
   parser.add_argument("--modes", default="mlm,hp_loss,hp_dist",
                       help="comma-separated sampling modes of ours")
   parser.add_argument("--no-peer", action="store_true",
@@ -108,14 +97,13 @@ def parse_args(argv):
   args.modes = harness.parse_modes(args.modes, allow_empty=True)
   if not args.modes and args.no_peer:
     raise UserError("nothing to time: give --modes or drop --no-peer.")
-  for name in ("batch_size", "seq_len", "rounds", "steps", "max_batch_limit"):
+  harness.check_step_flags(args)
+  for name in ("rounds", "steps", "max_batch_limit"):
     if getattr(args, name) < 1:
       raise UserError("--%s must be >= 1." % name.replace("_", "-"))
   if args.warmup_steps < 0 or args.threads < 0 or args.max_batch_seconds < 0:
     raise UserError("--warmup-steps, --threads and --max-batch-seconds "
                     "must be >= 0.")
-  if args.vocab_size <= batches_lib.FIRST_TOKEN_ID:
-    raise UserError("--vocab-size must be > %d." % batches_lib.FIRST_TOKEN_ID)
   args.hparams = _parse_hparams(args.hparams)
   return args
 

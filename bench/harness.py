@@ -47,6 +47,31 @@ def parse_modes(text, allow_empty=False):
   return modes
 
 
+def add_step_flags(parser, dtype="float32"):
+  """Adds the flags of one step configuration that the step benchmarks
+  share: --size, --batch-size, --seq-len, --vocab-size, --dtype (default
+  `dtype`) and --fuse-elementwise. `check_step_flags` checks them."""
+  parser.add_argument("--size", default="small", choices=SIZES)
+  parser.add_argument("--batch-size", type=int, default=16)
+  parser.add_argument("--seq-len", type=int, default=128)
+  parser.add_argument("--vocab-size", type=int, default=30522)
+  parser.add_argument("--dtype", default=dtype, choices=sorted(DTYPES))
+  parser.add_argument("--fuse-elementwise", default="auto",
+                      choices=("auto", "on", "off"),
+                      help="hparam fuse_elementwise for the whole process: "
+                      "XLA fuses elementwise ops of every model built, the "
+                      "peer too (auto: on for bfloat16 on CPU)")
+
+
+def check_step_flags(args):
+  """A UserError unless `add_step_flags`' sizes make a batch."""
+  for name in ("batch_size", "seq_len"):
+    if getattr(args, name) < 1:
+      raise UserError("--%s must be >= 1." % name.replace("_", "-"))
+  if args.vocab_size <= batches_lib.FIRST_TOKEN_ID:
+    raise UserError("--vocab-size must be > %d." % batches_lib.FIRST_TOKEN_ID)
+
+
 def set_threads(threads):
   """TF's intra- and inter-op threads (0 keeps TF's default)."""
   if threads:

@@ -48,6 +48,7 @@ from bench import harness
 from pretrain import flops as flops_lib
 from pretrain import peak as peak_lib
 from util.cli import run_main
+from util.errors import UserError
 from util.io_utils import write_json_atomic
 
 MATMUL_TYPES = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
@@ -274,14 +275,7 @@ def main(argv=None):
   parser.add_argument("--model", default="ours", choices=("ours", "peer"))
   parser.add_argument("--mode", default="hp_loss",
                       help="our sampling mode (ignored for the peer)")
-  parser.add_argument("--size", default="small", choices=harness.SIZES)
-  parser.add_argument("--batch-size", type=int, default=16)
-  parser.add_argument("--seq-len", type=int, default=128)
-  parser.add_argument("--vocab-size", type=int, default=30522)
-  parser.add_argument("--dtype", default="mixed_bfloat16",
-                      choices=sorted(harness.DTYPES))
-  parser.add_argument("--fuse-elementwise", default="auto",
-                      help="hparam fuse_elementwise for this process")
+  harness.add_step_flags(parser, dtype="mixed_bfloat16")
   parser.add_argument("--calls", type=int, default=10,
                       help="calls of an op in a row per round")
   parser.add_argument("--rounds", type=int, default=5)
@@ -296,6 +290,14 @@ def main(argv=None):
   parser.add_argument("--json", default=None,
                       help="also write the result here")
   args = parser.parse_args(argv)
+  harness.parse_modes(args.mode)
+  harness.check_step_flags(args)
+  for name in ("calls", "rounds", "top"):
+    if getattr(args, name) < 1:
+      raise UserError("--%s must be >= 1." % name)
+  if args.step_rounds < 0 or (args.probe_tflops is not None and
+                              args.probe_tflops <= 0):
+    raise UserError("--step-rounds must be >= 0 and --probe-tflops > 0.")
   result = measure(args)
   print(report(result, args.top))
   if args.json:

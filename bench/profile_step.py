@@ -56,18 +56,9 @@ def parse_args(argv):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--mode", default="hp_loss",
                       help="sampling mode (mlm, hp_loss, hp_dist, uniform)")
-  parser.add_argument("--size", default="small", choices=harness.SIZES)
-  parser.add_argument("--batch-size", type=int, default=16)
-  parser.add_argument("--seq-len", type=int, default=128)
-  parser.add_argument("--vocab-size", type=int, default=30522)
-  parser.add_argument("--dtype", default="float32",
-                      choices=sorted(harness.DTYPES))
+  harness.add_step_flags(parser)
   parser.add_argument("--jit", action="store_true",
                       help="compile the train step with XLA")
-  parser.add_argument("--fuse-elementwise", default="auto",
-                      choices=("auto", "on", "off"),
-                      help="hparam fuse_elementwise: XLA fuses elementwise "
-                      "ops (auto: on for bfloat16 on CPU)")
   parser.add_argument("--steps", type=int, default=3, help="traced steps")
   parser.add_argument("--top", type=int, default=20,
                       help="rows of the op-type and single-op tables")
@@ -80,7 +71,8 @@ def parse_args(argv):
                       help="extra PretrainingConfig hparams (JSON)")
   args = parser.parse_args(argv)
   harness.parse_modes(args.mode)
-  for name in ("batch_size", "seq_len", "vocab_size", "steps", "top"):
+  harness.check_step_flags(args)
+  for name in ("steps", "top"):
     if getattr(args, name) < 1:
       raise UserError("--%s must be >= 1." % name.replace("_", "-"))
   return args
