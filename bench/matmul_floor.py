@@ -18,6 +18,13 @@ with these kernels at these shapes, however little the rest costs. The
 FLOPs counted from the graph's ops are printed beside the analytic count
 (pretrain/flops.py) as a check of both.
 
+One part of the rest cannot cost nothing: the optimizer's update reads
+every gradient and reads and writes every variable and its two Adam
+moments (`update_bytes`). At the best rate TensorFlow reads memory here
+(`peak.measure_read_bandwidth`) those bytes take at least the update
+floor, and the matmul floor plus it bounds MFU again (`mfu_ceiling_with_
+update`), for any implementation that runs these matmul kernels.
+
 Usage:
   python bench/matmul_floor.py --dtype mixed_bfloat16
   python bench/matmul_floor.py --model peer --dtype mixed_bfloat16 --top 15
@@ -114,6 +121,18 @@ def _op_function(key):
   if key.type == "MatMul":
     return lambda x, y: tf.raw_ops.MatMul(a=x, b=y, **attrs)
   return lambda x, y: getattr(tf.raw_ops, key.type)(x=x, y=y, **attrs)
+
+
+# Memory accesses of an Adam-family update per parameter, at the least:
+# the gradient read; the variable and its two moments read and written.
+UPDATE_ACCESSES = 1 + 2 * 3
+
+
+def update_bytes(variables):
+  """Bytes an Adam update of `variables` moves at the least (each access
+  of a gradient or a slot as large as its variable)."""
+  return sum(v.shape.num_elements() * v.dtype.size * UPDATE_ACCESSES
+             for v in variables)
 
 
 def _first_entries_sum(tensors):
@@ -216,6 +235,9 @@ def measure(args):
   analytic = flops_lib.pretraining_step_flops(config)
   probe = (args.probe_tflops * 1e12 if args.probe_tflops else
            peak_lib.measure_matmul_peak(harness.DTYPES[args.dtype]))
+  update = update_bytes(runner.model.trainable_variables)
+  bandwidth = (args.read_gbs * 1e9 if args.read_gbs else
+               peak_lib.measure_read_bandwidth())
   step = None
   if args.step_rounds:
     runner.run(batches, 1)
@@ -231,6 +253,11 @@ def measure(args):
       probe_tflops=probe / 1e12,
       matmul_tflops_per_s=_per_second(counted, floor) / 1e12,
       mfu_ceiling=100.0 * _per_second(analytic, floor) / probe,
+      update_bytes=update, read_gbs=bandwidth / 1e9,
+      update_floor_s=update / bandwidth,
+      mfu_ceiling_with_update=100.0 * _per_second(
+          analytic, floor + update / bandwidth) / probe,
+      probe_step_s=analytic / probe,
       step_s=step, mfu=100.0 * analytic / step / probe if step else None,
       rows=rows)
 
@@ -261,8 +288,13 @@ def report(result, top):
       "%.3f" % (r["matmul_tflops_per_s"],
                 100 * r["matmul_tflops_per_s"] / r["probe_tflops"],
                 r["probe_tflops"]),
-      "MFU ceiling (analytic FLOPs / floor / probe): %.1f%%"
-      % r["mfu_ceiling"]]
+      "MFU ceiling (analytic FLOPs / floor / probe): %.1f%%; at 100%% MFU "
+      "the step would take %.3f s" % (r["mfu_ceiling"], r["probe_step_s"]),
+      "update floor: %.0f MB (the gradients read, the variables and their "
+      "2 moments read and written) at %.1f GB/s, the best read rate: %.1f "
+      "ms; MFU ceiling with it: %.1f%%" % (
+          r["update_bytes"] / 1e6, r["read_gbs"], 1e3 * r["update_floor_s"],
+          r["mfu_ceiling_with_update"])]
   if r["step_s"]:
     lines.append("the step itself: %.3f s, MFU %.1f%%; its matmuls alone "
                  "take %.0f%% of it" % (r["step_s"], r["mfu"],
@@ -285,6 +317,9 @@ def main(argv=None):
   parser.add_argument("--probe-tflops", type=float, default=None,
                       help="the matmul peak to divide by, instead of "
                       "measuring it (pretrain/peak.py's probe)")
+  parser.add_argument("--read-gbs", type=float, default=None,
+                      help="the memory read rate (GB/s) the update floor "
+                      "divides by, instead of measuring it")
   parser.add_argument("--top", type=int, default=20,
                       help="rows of the table (costliest first)")
   parser.add_argument("--json", default=None,
@@ -295,9 +330,11 @@ def main(argv=None):
   for name in ("calls", "rounds", "top"):
     if getattr(args, name) < 1:
       raise UserError("--%s must be >= 1." % name)
-  if args.step_rounds < 0 or (args.probe_tflops is not None and
-                              args.probe_tflops <= 0):
-    raise UserError("--step-rounds must be >= 0 and --probe-tflops > 0.")
+  if args.step_rounds < 0:
+    raise UserError("--step-rounds must be >= 0.")
+  for name in ("probe_tflops", "read_gbs"):
+    if getattr(args, name) is not None and getattr(args, name) <= 0:
+      raise UserError("--%s must be > 0." % name.replace("_", "-"))
   result = measure(args)
   print(report(result, args.top))
   if args.json:

@@ -15,6 +15,9 @@ In order of preference (`peak_flops_per_second`):
 A probe is a practical ceiling, not the hardware's: what TensorFlow's own
 matmul reaches at these sizes. It measures lower when other jobs share the
 machine (the cache then keeps that lower figure until deleted).
+
+`measure_read_bandwidth` is the memory counterpart, for benchmarks that
+bound a step's time by the bytes it must move (not cached, not used by MFU).
 """
 
 import json
@@ -126,6 +129,27 @@ def measure_matmul_peak(dtype="float32", shapes=None):
       seconds = time.perf_counter() - start
       best = max(best, 2.0 * size ** 3 * chain / seconds)
   return best
+
+
+def measure_read_bandwidth(megabytes=256, repeats=5):
+  """Best bytes/s at which TensorFlow reads memory on the default device.
+
+  Sums a float32 tensor of `megabytes` MiB, `repeats` times, and keeps the
+  fastest: a read-only pass, which runs faster than any pass that also
+  writes. Bytes moved / this rate bounds from below how long any op that
+  moves them takes (bench/matmul_floor.py's update floor).
+  """
+  if megabytes <= 0 or repeats < 1:
+    raise ValueError("megabytes must be > 0 and repeats >= 1")
+  values = tf.ones([int(megabytes * 2**20) // 4], tf.float32)
+  total = tf.function(tf.reduce_sum)
+  total(values).numpy()  # traces and warms up
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    total(values).numpy()
+    best = min(best, time.perf_counter() - start)
+  return values.shape.num_elements() * 4 / best
 
 
 def default_cache_path():

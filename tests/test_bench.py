@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bench import compare_peer
 from bench import cpu_kernels
@@ -224,8 +225,8 @@ def test_matmul_floor_times_a_tiny_step(tmp_path, capsys):
   assert matmul_floor.main([
       "--size", "tiny", "--mode", "hp_loss", "--batch-size", "2",
       "--seq-len", "32", "--vocab-size", "64", "--calls", "2", "--rounds",
-      "2", "--step-rounds", "1", "--probe-tflops", "0.5", "--top", "3",
-      "--json", str(out)]) == 0
+      "2", "--step-rounds", "1", "--probe-tflops", "0.5", "--read-gbs",
+      "2", "--top", "3", "--json", str(out)]) == 0
   result = json.loads(out.read_text())
   rows = result["rows"]
   assert len(rows) == result["distinct_ops"]
@@ -239,7 +240,29 @@ def test_matmul_floor_times_a_tiny_step(tmp_path, capsys):
   assert result["floor_s"] > 0 and result["step_s"] > 0
   assert result["mfu_ceiling"] == pytest.approx(
       100 * result["analytic_flops"] / result["floor_s"] / 0.5e12)
-  assert "MFU ceiling" in capsys.readouterr().out
+  params = _params(harness.ours(harness.make_config(
+      "tiny", "hp_loss", 2, 32, 64, "float32")).model)
+  assert result["update_bytes"] == 4 * 7 * params
+  assert result["update_floor_s"] == pytest.approx(
+      result["update_bytes"] / 2e9)
+  assert result["mfu_ceiling_with_update"] == pytest.approx(
+      100 * result["analytic_flops"] /
+      (result["floor_s"] + result["update_floor_s"]) / 0.5e12)
+  assert result["mfu_ceiling_with_update"] < result["mfu_ceiling"]
+  printed = capsys.readouterr().out
+  assert "MFU ceiling" in printed and "update floor" in printed
+
+
+def test_update_bytes_count_each_variable_at_its_width():
+  variables = [tf.Variable(tf.zeros([3, 4])),
+               tf.Variable(tf.zeros([5], tf.float64))]
+  assert matmul_floor.update_bytes(variables) == (12 * 4 + 5 * 8) * 7
+
+
+@pytest.mark.parametrize("flag", ["--read-gbs", "--probe-tflops"])
+def test_matmul_floor_refuses_a_rate_of_zero(flag):
+  with pytest.raises(matmul_floor.UserError, match=flag):
+    matmul_floor.main([flag, "0"])
 
 
 def test_matmul_floor_times_each_call_of_an_op():
@@ -303,7 +326,6 @@ def test_cpu_kernels_times_every_variant(tmp_path, capsys):
 def test_cpu_kernels_gumbel_reference_draws_the_same_distribution():
   """The bench's Gumbel-max reference and our draw agree in distribution
   (so the bench compares two ways of one draw)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model import sampling  # pylint: disable=g-import-not-at-top
   probs = np.array([0.5, 0.3, 0.15, 0.05])
   log_probs = tf.constant(np.tile(np.log(probs), [400, 50, 1]), tf.float32)

@@ -95,5 +95,15 @@ def test_probe_measures_a_plausible_rate():
   assert 1e8 < rate < 1e15
 
 
+def test_read_bandwidth_is_a_plausible_rate():
+  assert 1e8 < peak.measure_read_bandwidth(megabytes=8, repeats=2) < 1e13
+
+
+@pytest.mark.parametrize("megabytes,repeats", [(0, 2), (8, 0)])
+def test_read_bandwidth_refuses_empty_probes(megabytes, repeats):
+  with pytest.raises(ValueError, match="megabytes"):
+    peak.measure_read_bandwidth(megabytes, repeats)
+
+
 def test_flops_module_reexports_the_peak():
   assert flops.peak_flops_per_second is peak.peak_flops_per_second
