@@ -31,6 +31,23 @@ def clip_spy(monkeypatch):
   return spy
 
 
+@pytest.fixture(autouse=True)
+def _restore_process_wide_precision():
+  """Puts back, after each test, the Keras dtype policy and TensorFlow's
+  auto-clustering switch: a bench or entry point run in-process in
+  mixed_bfloat16 (with fusion, util/xla_fusion.py) sets both for the whole
+  process, and every later test in that worker would build bfloat16 models
+  or compute with XLA's rounding."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  policy = tf_keras.mixed_precision.global_policy()
+  jit = tf.config.optimizer.get_jit()
+  yield
+  tf_keras.mixed_precision.set_global_policy(policy)
+  if tf.config.optimizer.get_jit() != jit:
+    tf.config.optimizer.set_jit(jit or False)
+
+
 # The test files that take longest, longest first (from the CI logs' slowest
 # durations). scripts/test.sh hands whole files to its workers in collection
 # order (--dist loadfile --no-loadscope-reorder), so starting these first
