@@ -20,9 +20,10 @@ Class attributes: `name`, `drawn_from` (the distribution it draws from,
 as the evaluation's keys name it: "pG", "uniform" or "pS"), `learns` (has
 a sampling head), `normalises_over_batch` (its head loss self-normalises
 weights over the global batch), `draws_normalised` (`log_probs` is
-normalised; else the Gumbel-max draw, which needs no normaliser, skips a
-log-softmax over the vocabulary, and `drawn_terms` gives the drawn
-token's log-prob). `WarmupSampler` wraps a sampler: p_G's draws for the
+normalised; else the draw, which needs no normaliser, skips a
+log-softmax over the vocabulary, and the drawn token's log-prob comes from
+the draw's own log total mass, `Draw.log_prob_at`, or from
+`drawn_terms`). `WarmupSampler` wraps a sampler: p_G's draws for the
 first steps, the wrapped sampler's after. Everything here runs in
 float32; the draw distributions are stop-gradient.
 """
@@ -60,17 +61,37 @@ class Draw(NamedTuple):
 
   log_probs: [batch, P, vocab] float32, stop-gradient: log p_sample, or
     log p_sample up to a constant per position when not `normalised`
-    (the Gumbel-max draw does not need the normaliser).
+    (the draw does not need the normaliser).
   normalised: a Python bool.
+  log_normaliser: logsumexp of `log_probs` over the vocabulary, [batch, P]
+    float32, which the draw itself computes (`drawn`); None before it.
   """
   log_probs: tf.Tensor
   normalised: bool
+  log_normaliser: Optional[tf.Tensor] = None
 
   def normalise(self):
     """This draw with normalised log-probs (one log-softmax if needed)."""
     if self.normalised:
       return self
     return Draw(tf.nn.log_softmax(self.log_probs, axis=-1), True)
+
+  def drawn(self, log_mass):
+    """This draw once made: `log_mass` [batch, P] is the log total mass
+    `sampling.categorical_sample_and_log_mass` found, the normaliser of an
+    unnormalised draw."""
+    return self if self.normalised else self._replace(log_normaliser=log_mass)
+
+  def log_prob_at(self, ids):
+    """The normalised log p_sample at ids [batch, P]: [batch, P] float32.
+    Raises ValueError for an unnormalised draw not yet `drawn`."""
+    at_ids = sampling.gather_vocab(self.log_probs, ids)
+    if self.normalised:
+      return at_ids
+    if self.log_normaliser is None:
+      raise ValueError("the log-prob of an unnormalised draw needs its "
+                       "normaliser: call drawn() with the draw's log mass")
+    return at_ids - self.log_normaliser
 
 
 class DrawnTerms(NamedTuple):
@@ -141,7 +162,7 @@ class Sampler(object):
     """`DrawnTerms` at `sampled` [batch, P] int32, drawn from `draw`;
     `disc_logits` [batch, P] are D's z_t at the masked positions."""
     del inputs, disc_logits
-    sample_log_prob = _normalised_log_prob(draw, sampled, self.name)
+    sample_log_prob = draw.log_prob_at(sampled)
     return DrawnTerms(sample_log_prob, tf.zeros_like(sample_log_prob))
 
   def head_loss(self, inputs):
@@ -149,13 +170,6 @@ class Sampler(object):
     None without a head."""
     del inputs
     return None
-
-
-def _normalised_log_prob(draw, sampled, name):
-  """log p_sample at `sampled` [batch, P] of a normalised `Draw`."""
-  if not draw.normalised:
-    raise ValueError("%s needs a normalised draw" % name)
-  return sampling.gather_vocab(draw.log_probs, sampled)
 
 
 class GeneratorSampler(Sampler):
@@ -200,7 +214,9 @@ def _signed_scores(scores, is_original):
 
 
 class HPLossSampler(Sampler):
-  """HP-Loss (docs/method.md §8): log p_S = log p_G + log L^_D, normalised.
+  """HP-Loss (docs/method.md §8): log p_S = log p_G + log L^_D, normalised
+  by the draw (`draws_normalised` false: no log-softmax over the
+  vocabulary).
 
   Args: min_estimate: L^_D is clamped from below here before its log.
   """
@@ -208,6 +224,7 @@ class HPLossSampler(Sampler):
   name = "hp_loss"
   drawn_from = "pS"
   learns = True
+  draws_normalised = False
 
   def __init__(self, min_estimate=1e-6):
     self.min_estimate = min_estimate
@@ -228,15 +245,13 @@ class HPLossSampler(Sampler):
 
   def log_probs(self, log_pg, scores, original_ids):
     estimate = self.estimated_disc_loss(scores, original_ids)
-    return tf.nn.log_softmax(
-        log_pg + tf.math.log(tf.maximum(estimate, self.min_estimate)),
-        axis=-1)
+    return log_pg + tf.math.log(tf.maximum(estimate, self.min_estimate))
 
   def drawn_terms(self, inputs, draw, sampled, disc_logits):
     # Its loss reads u_t at x'_t only: the one-row gradient path.
     at_sampled = inputs.scores_at(sampled)
     return DrawnTerms(
-        sample_log_prob=_normalised_log_prob(draw, sampled, self.name),
+        sample_log_prob=draw.log_prob_at(sampled),
         est_log_disc_loss=tf.stop_gradient(hp_loss_log_estimate(
             at_sampled, tf.equal(sampled, inputs.original_ids))),
         head_term=losses.hp_loss_sampling_loss(at_sampled, disc_logits))

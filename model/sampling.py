@@ -15,11 +15,19 @@ _NEG = -1e9
 
 
 def generator_log_probs(mlm_logits, temperature=1.0):
-  """log p_G, [batch, P, vocab] float32 (stop-gradient)."""
+  """log p_G, [batch, P, vocab] float32 (stop-gradient).
+
+  Taken over the [batch * P, vocab] view the MLM loss's cross-entropy
+  kernel takes (`losses.log_prob_at`), so that under XLA fusion (hparam
+  `fuse_elementwise`) the two share one row maximum and one sum of
+  exponentials.
+  """
   logits = tf.stop_gradient(tf.cast(mlm_logits, tf.float32))
   if temperature != 1.0:  # a pass over [batch, P, vocab] saved at 1
     logits = logits / temperature
-  return tf.nn.log_softmax(logits, axis=-1)
+  shape = tf.shape(logits)
+  rows = tf.reshape(logits, [-1, shape[-1]])
+  return tf.reshape(tf.nn.log_softmax(rows, axis=-1), shape)
 
 
 def forbid_original(log_probs, original_ids):
@@ -125,6 +133,11 @@ def _pick(masses, u):
 
 
 def categorical_sample(log_probs, seeds):
+  """`categorical_sample_and_log_mass`'s draw alone: ids [batch, P] int32."""
+  return categorical_sample_and_log_mass(log_probs, seeds)[0]
+
+
+def categorical_sample_and_log_mass(log_probs, seeds):
   """Draws x' ~ softmax(log_probs) per position, by inverse CDF in two
   stages: a block of _BLOCK tokens with probability its mass, then a token
   of that block with probability its mass within it; two uniforms per
@@ -137,22 +150,29 @@ def categorical_sample(log_probs, seeds):
   clustering, where XLA's CPU reduction over a 30k-long row is 4x
   slower (bench/cpu_kernels.py).
 
+  The block sums also give the log of the total mass, logsumexp over the
+  vocabulary, which normalises an unnormalised draw at the drawn token
+  (`samplers.Draw.log_prob_at`) without another pass.
+
   Args: log_probs [batch, P, vocab] float32 (vocab static), normalised or
   not; entries of -1e9 are never drawn. seeds [batch, 2]. Returns ids
-  [batch, P] int32.
+  [batch, P] int32 and the log total mass [batch, P] float32 (about 0 for
+  normalised log_probs).
   """
   vocab = log_probs.shape[-1]
   with xla_fusion.outside_clusters():
     row_max = tf.reduce_max(log_probs, axis=-1, keepdims=True)
   uniforms = per_example_uniform(seeds, [tf.shape(log_probs)[1], 2])
-  block = _pick(_block_masses(log_probs, row_max), uniforms[..., 0])
+  block_masses = _block_masses(log_probs, row_max)
+  log_mass = row_max[..., 0] + tf.math.log(tf.reduce_sum(block_masses, -1))
+  block = _pick(block_masses, uniforms[..., 0])
   # The chosen block's log-probs: [batch, P, _BLOCK], past the vocabulary
   # (in the tail block) as zero mass.
   ids = block[..., tf.newaxis] * _BLOCK + tf.range(_BLOCK)
   in_vocab = ids < vocab
   inside = tf.gather(log_probs, tf.minimum(ids, vocab - 1), batch_dims=2)
   masses = tf.where(in_vocab, tf.exp(inside - row_max), 0.0)
-  return block * _BLOCK + _pick(masses, uniforms[..., 1])
+  return block * _BLOCK + _pick(masses, uniforms[..., 1]), log_mass
 
 
 def write_at_vocab(values, ids, updates):

@@ -192,8 +192,9 @@ class ElectraPretrainer(tf_keras.Model):
 
     # The draw: x'_t per masked position.
     draw = self._draw(inputs, sampler)
-    sampled = sampling.categorical_sample(draw.log_probs,
-                                          features["sample_seed"])
+    sampled, log_mass = sampling.categorical_sample_and_log_mass(
+        draw.log_probs, features["sample_seed"])
+    draw = draw.drawn(log_mass)
 
     # Fake data: x with x'_t written at the real masked positions.
     fake_ids = sampling.scatter_at_positions(features["input_ids"], positions,

@@ -137,7 +137,8 @@ def test_disc_labels_and_padding_predictions(models, features, monkeypatch):
     slot = tf.range(PREDS)[tf.newaxis, :]
     return tf.where(slot == 0, labels, other)
 
-  monkeypatch.setattr(sampling, "categorical_sample", fake_draw)
+  monkeypatch.setattr(sampling, "categorical_sample_and_log_mass",
+                      lambda *args: (fake_draw(*args), 0.0))
   out = models["mlm"](features, training=False)
   f = {k: v.numpy() for k, v in features.items()}
   replaced = f["input_ids"].copy()

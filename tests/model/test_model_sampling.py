@@ -45,8 +45,10 @@ def test_hp_loss_sampler_is_p_g_times_estimated_loss_normalised():
   u[0, 0, 4] = -40.0  # L^_D ~ 4e-18, below the clamp.
   original = np.array([[1, 0, 5], [2, 2, 4]], np.int32)
   log_pg = sampling.generator_log_probs(tf.constant(logits, tf.float32))
-  got = samplers.HPLossSampler(min_estimate=1e-6).log_probs(
-      log_pg, tf.constant(u, tf.float32), tf.constant(original)).numpy()
+  # Unnormalised (the draw normalises): log p_G + log L^_D itself.
+  assert not samplers.HPLossSampler.draws_normalised
+  got = tf.nn.log_softmax(samplers.HPLossSampler(min_estimate=1e-6).log_probs(
+      log_pg, tf.constant(u, tf.float32), tf.constant(original))).numpy()
   estimate = _softplus(u)
   for b, p in np.ndindex(original.shape):
     estimate[b, p, original[b, p]] = _softplus(-u[b, p, original[b, p]])

@@ -42,6 +42,25 @@ def test_draw_normalise_applies_one_log_softmax_when_needed():
   assert draw.normalise() is draw
 
 
+def test_a_drawn_draw_reads_normalised_log_probs_from_its_log_mass():
+  u = tf.random.stateless_normal([BATCH, PREDS, VOCAB], [3, 4], stddev=3.0)
+  seeds = tf.constant([[1, 2], [3, 4]])
+  sampled, log_mass = sampling.categorical_sample_and_log_mass(u, seeds)
+  np.testing.assert_allclose(log_mass.numpy(),
+                             tf.reduce_logsumexp(u, -1).numpy(), rtol=1e-6)
+  draw = samplers.Draw(u, normalised=False)
+  with pytest.raises(ValueError, match="normaliser"):
+    draw.log_prob_at(sampled)
+  drawn = draw.drawn(log_mass)
+  np.testing.assert_allclose(drawn.log_prob_at(sampled).numpy(),
+                             _at(tf.nn.log_softmax(u), sampled), atol=1e-5)
+  # A normalised draw is its own normaliser: the log mass is not read.
+  normalised = draw.normalise()
+  assert normalised.drawn(log_mass) is normalised
+  np.testing.assert_array_equal(normalised.log_prob_at(sampled).numpy(),
+                                _at(normalised.log_probs, sampled))
+
+
 def test_draws_of_the_samplers_and_disallow_correct():
   inputs = _inputs()
   draw = samplers.GeneratorSampler().draw(inputs)
@@ -116,7 +135,7 @@ def test_sampler_without_a_head_gives_the_draw_s_log_prob_only():
   np.testing.assert_array_equal(terms.est_log_disc_loss.numpy(), 0.0)
   assert terms.head_term is None
   assert sampler.head_loss(None) is None
-  with pytest.raises(ValueError, match="normalised draw"):
+  with pytest.raises(ValueError, match="normaliser"):
     sampler.drawn_terms(inputs, samplers.Draw(inputs.scores, False),
                         SAMPLED, None)
 
@@ -126,9 +145,14 @@ def test_hp_loss_terms_read_d_only_through_stop_gradient():
   sampler = samplers.HPLossSampler()
   disc_logits = tf.Variable(tf.random.stateless_normal([BATCH, PREDS],
                                                        [5, 6]))
+  draw = sampler.draw(inputs)
+  assert not draw.normalised
+  drawn = draw.drawn(tf.reduce_logsumexp(draw.log_probs, -1))
   with tf.GradientTape() as tape:
-    terms = sampler.drawn_terms(inputs, sampler.draw(inputs), SAMPLED,
-                                disc_logits)
+    terms = sampler.drawn_terms(inputs, drawn, SAMPLED, disc_logits)
+  np.testing.assert_allclose(terms.sample_log_prob.numpy(),
+                             _at(tf.nn.log_softmax(draw.log_probs)),
+                             atol=1e-5)
   at_sampled = inputs.scores_at(SAMPLED)
   np.testing.assert_array_equal(
       terms.head_term.numpy(),
