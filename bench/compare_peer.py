@@ -47,6 +47,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 from bench import harness
 from pretrain import flops as flops_lib
 from pretrain import peak as peak_lib
+from util.cli import require_at_least
 from util.cli import run_main
 from util.errors import UserError
 
@@ -98,9 +99,7 @@ def parse_args(argv):
   if not args.modes and args.no_peer:
     raise UserError("nothing to time: give --modes or drop --no-peer.")
   harness.check_step_flags(args)
-  for name in ("rounds", "steps", "max_batch_limit"):
-    if getattr(args, name) < 1:
-      raise UserError("--%s must be >= 1." % name.replace("_", "-"))
+  require_at_least(args, ("rounds", "steps", "max_batch_limit"))
   if args.warmup_steps < 0 or args.threads < 0 or args.max_batch_seconds < 0:
     raise UserError("--warmup-steps, --threads and --max-batch-seconds "
                     "must be >= 0.")

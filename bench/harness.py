@@ -22,6 +22,7 @@ from model import samplers
 from model import train_step as train_step_lib
 from util import distribution
 from util import xla_fusion
+from util.cli import require_at_least
 from util.errors import UserError
 
 # --size values: ELECTRA-Small and -Base (docs/method.md §14), and the tiny
@@ -65,9 +66,7 @@ def add_step_flags(parser, dtype="float32"):
 
 def check_step_flags(args):
   """A UserError unless `add_step_flags`' sizes make a batch."""
-  for name in ("batch_size", "seq_len"):
-    if getattr(args, name) < 1:
-      raise UserError("--%s must be >= 1." % name.replace("_", "-"))
+  require_at_least(args, ("batch_size", "seq_len"))
   if args.vocab_size <= batches_lib.FIRST_TOKEN_ID:
     raise UserError("--vocab-size must be > %d." % batches_lib.FIRST_TOKEN_ID)
 

@@ -35,6 +35,7 @@ import build_pretraining_dataset  # pylint: disable=g-import-not-at-top
 import build_vocab
 import configure
 from pretrain import pretrain_data
+from util.cli import require_at_least
 from util.cli import run_main
 from util.errors import UserError
 
@@ -58,9 +59,7 @@ def parse_args(argv):
                       help="the batch of --step-seconds (default "
                       "--batch-size)")
   args = parser.parse_args(argv)
-  for name in ("seq_len", "batch_size", "batches"):
-    if getattr(args, name) < 1:
-      raise UserError("--%s must be >= 1." % name.replace("_", "-"))
+  require_at_least(args, ("seq_len", "batch_size", "batches"))
   if args.warmup_batches < 0 or args.step_seconds < 0 or args.step_batch < 0:
     raise UserError("--warmup-batches, --step-seconds and --step-batch must "
                     "be >= 0.")

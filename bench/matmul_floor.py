@@ -54,6 +54,7 @@ import tensorflow as tf
 from bench import harness
 from pretrain import flops as flops_lib
 from pretrain import peak as peak_lib
+from util.cli import require_at_least
 from util.cli import run_main
 from util.errors import UserError
 from util.io_utils import write_json_atomic
@@ -327,11 +328,8 @@ def main(argv=None):
   args = parser.parse_args(argv)
   harness.parse_modes(args.mode)
   harness.check_step_flags(args)
-  for name in ("calls", "rounds", "top"):
-    if getattr(args, name) < 1:
-      raise UserError("--%s must be >= 1." % name)
-  if args.step_rounds < 0:
-    raise UserError("--step-rounds must be >= 0.")
+  require_at_least(args, ("calls", "rounds", "top"))
+  require_at_least(args, ("step_rounds",), minimum=0)
   for name in ("probe_tflops", "read_gbs"):
     if getattr(args, name) is not None and getattr(args, name) <= 0:
       raise UserError("--%s must be > 0." % name.replace("_", "-"))

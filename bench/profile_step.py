@@ -41,6 +41,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-imp
 
 from bench import harness
 from util import hparams as hparams_lib
+from util.cli import require_at_least
 from util.cli import run_main
 from util.errors import UserError
 
@@ -72,9 +73,7 @@ def parse_args(argv):
   args = parser.parse_args(argv)
   harness.parse_modes(args.mode)
   harness.check_step_flags(args)
-  for name in ("steps", "top"):
-    if getattr(args, name) < 1:
-      raise UserError("--%s must be >= 1." % name.replace("_", "-"))
+  require_at_least(args, ("steps", "top"))
   return args
 
 

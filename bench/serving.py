@@ -58,6 +58,7 @@ from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 tensorflow_startup()
 
 from bench import serving_exports  # pylint: disable=g-import-not-at-top
+from util.cli import require_at_least
 from util.cli import run_main
 from util.errors import UserError
 
@@ -99,9 +100,7 @@ def parse_args(argv):
   except ValueError:
     raise UserError("--batch-sizes must be integers separated by commas, "
                     "got %r." % args.batch_sizes)
-  for name in ("trial", "threads", "rounds"):
-    if getattr(args, name) < 1:
-      raise UserError("--%s must be >= 1." % name)
+  require_at_least(args, ("trial", "threads", "rounds"))
   if args.sentences < 0 or min(args.batch_sizes) < 1:
     raise UserError("--sentences must be >= 0 and --batch-sizes >= 1.")
   return args

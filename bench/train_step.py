@@ -38,6 +38,7 @@ from bench import harness
 from model import transformer_hparams
 from util import distribution
 from util import hparams as hparams_lib
+from util.cli import require_at_least
 from util.cli import run_main
 from util.errors import UserError
 
@@ -76,9 +77,8 @@ def parse_args(argv):
   args.modes = harness.parse_modes(args.modes)
   if args.threads < 0 or args.warmup_steps < 0:
     raise UserError("--threads and --warmup-steps must be >= 0.")
-  for name in ("batch_size", "steps", "rounds", "seq_len", "vocab_size"):
-    if getattr(args, name) < 1:
-      raise UserError("--%s must be >= 1." % name.replace("_", "-"))
+  require_at_least(args, ("batch_size", "steps", "rounds", "seq_len",
+                          "vocab_size"))
   if args.vocab_size <= batches_lib.FIRST_TOKEN_ID:
     raise UserError("--vocab-size must be > %d." %
                     batches_lib.FIRST_TOKEN_ID)

@@ -296,8 +296,8 @@ class HPDistSampler(Sampler):
     est = log_ps - sampling.gather_vocab(inputs.log_pg, sampled)
     return DrawnTerms(
         sample_log_prob=(
-            sampling.gather_vocab(draw.log_probs, sampled)
-            if draw.normalised else tf.stop_gradient(log_ps)),
+            draw.log_prob_at(sampled) if draw.normalised
+            else tf.stop_gradient(log_ps)),
         est_log_disc_loss=tf.stop_gradient(est), head_term=log_ps)
 
   def head_loss(self, inputs):

@@ -51,3 +51,12 @@ def run_main(main, argv=None):
     sys.stderr.write("stopped: interrupted (Ctrl-C); the last checkpoint or "
                      "output written before it is kept.\n")
     sys.exit(Interrupted.exit_code)
+
+
+def require_at_least(args, names, minimum=1):
+  """A UserError "--flag-name must be >= minimum." for the first of the
+  parsed flags `names` (attribute names of `args`) below `minimum`."""
+  for name in names:
+    if getattr(args, name) < minimum:
+      raise UserError("--%s must be >= %d." % (name.replace("_", "-"),
+                                               minimum))
