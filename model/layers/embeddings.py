@@ -6,6 +6,7 @@ from official.nlp.modeling import layers as nlp_layers
 
 from model.initializers import truncated_normal
 from model.layers.dropout import CounterDropout
+from model.layers.float32_read import read_float32
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
@@ -25,8 +26,9 @@ class DenseReadEmbedding(nlp_layers.OnDeviceEmbedding):
   def call(self, inputs):
     if self._use_one_hot or self._scale_factor:
       return super(DenseReadEmbedding, self).call(inputs)
-    rows = tf.gather(tf.convert_to_tensor(self.embeddings),
-                     tf.reshape(inputs, [-1]))
+    # The rows, not the whole table, are cast to the compute dtype.
+    rows = tf.cast(tf.gather(read_float32(self.embeddings),
+                             tf.reshape(inputs, [-1])), self.compute_dtype)
     out = tf.reshape(rows, tf.concat([tf.shape(inputs),
                                       [self._embedding_width]], axis=0))
     out.set_shape(inputs.shape.as_list() + [self._embedding_width])

@@ -7,6 +7,32 @@ from official.modeling import tf_utils
 from model import activations  # noqa: F401 (registers "gelu_exact")
 from model.initializers import truncated_normal
 from model.layers.dense import add_bias
+from model.layers.float32_read import read_float32
+
+
+def projection_with_backward_in(dtype):
+  """(h, table) -> h table^T in float32, whose gradient's matmuls run in
+  `dtype`.
+
+  The forward stays float32 (sampling and losses read these logits); the
+  backward casts the [batch, P, vocab] logit gradient to `dtype` for the
+  two vocabulary-sized matmuls, which in bfloat16 on a CPU with native
+  bf16 take about half their float32 time. Mixed precision rounds every
+  other layer's gradient to its compute dtype in the same way.
+
+  Args to the returned function: h [batch, P, embedding_size] float32,
+  table [vocab, embedding_size] float32 (a tensor). Returns [batch, P,
+  vocab] float32; the gradients of h and table come back in float32.
+  """
+  @tf.custom_gradient
+  def project(h, table):
+    def grad(upstream):
+      upstream = tf.cast(upstream, dtype)
+      grad_h = tf.einsum("bpv,ve->bpe", upstream, tf.cast(table, dtype))
+      grad_table = tf.einsum("bpv,bpe->ve", upstream, tf.cast(h, dtype))
+      return tf.cast(grad_h, h.dtype), tf.cast(grad_table, table.dtype)
+    return tf.einsum("bpe,ve->bpv", h, table), grad
+  return project
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
@@ -30,6 +56,12 @@ class VocabularyHead(tf_keras.layers.Layer):
   Inputs: hidden [batch, num_predictions, hidden] (compute dtype) and, when
     tied, `embedding_table` [vocab_size, embedding_size].
   Output: logits [batch, num_predictions, vocab_size], float32.
+
+  The logits are computed in float32 under any dtype policy, from the
+  table's float32 value (`read_float32`: not the compute-dtype read of a
+  mixed policy); under a mixed policy their gradient's two matmuls run in
+  the compute dtype, as every other layer's backward does
+  (`projection_with_backward_in`).
   """
 
   def __init__(self, embedding_size, vocab_size, hidden_act="gelu",
@@ -66,7 +98,11 @@ class VocabularyHead(tf_keras.layers.Layer):
   def project(self, h, embedding_table=None):
     """Logits over the vocabulary h E^T + b, [batch, P, vocab] float32."""
     table = self._table(embedding_table)
-    return add_bias(tf.einsum("bpe,ve->bpv", h, table), self.output_bias)
+    if self.compute_dtype == "float32":
+      logits = tf.einsum("bpe,ve->bpv", h, table)
+    else:
+      logits = projection_with_backward_in(self.compute_dtype)(h, table)
+    return add_bias(logits, self.output_bias)
 
   def project_at(self, h, ids, embedding_table=None):
     """The logits of `project` at ids [batch, P] only: [batch, P] float32.
@@ -83,7 +119,7 @@ class VocabularyHead(tf_keras.layers.Layer):
       embedding_table = self.output_embeddings
     elif embedding_table is None:
       raise ValueError("A tied VocabularyHead needs the embedding_table.")
-    return tf.cast(embedding_table, tf.float32)
+    return tf.cast(read_float32(embedding_table), tf.float32)
 
   def get_config(self):
     config = super(VocabularyHead, self).get_config()
