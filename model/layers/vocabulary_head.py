@@ -10,6 +10,11 @@ from model.layers.dense import add_bias
 from model.layers.float32_read import read_float32
 
 
+def _project(h, table):
+  """h [batch, P, e] times table^T [e, vocab] -> [batch, P, vocab]."""
+  return tf.einsum("bpe,ve->bpv", h, table)
+
+
 def projection_with_backward_in(dtype):
   """(h, table) -> h table^T in float32, whose gradient's matmuls run in
   `dtype`.
@@ -31,7 +36,7 @@ def projection_with_backward_in(dtype):
       grad_h = tf.einsum("bpv,ve->bpe", upstream, tf.cast(table, dtype))
       grad_table = tf.einsum("bpv,bpe->ve", upstream, tf.cast(h, dtype))
       return tf.cast(grad_h, h.dtype), tf.cast(grad_table, table.dtype)
-    return tf.einsum("bpe,ve->bpv", h, table), grad
+    return _project(h, table), grad
   return project
 
 
@@ -99,7 +104,7 @@ class VocabularyHead(tf_keras.layers.Layer):
     """Logits over the vocabulary h E^T + b, [batch, P, vocab] float32."""
     table = self._table(embedding_table)
     if self.compute_dtype == "float32":
-      logits = tf.einsum("bpe,ve->bpv", h, table)
+      logits = _project(h, table)
     else:
       logits = projection_with_backward_in(self.compute_dtype)(h, table)
     return add_bias(logits, self.output_bias)

@@ -24,23 +24,14 @@ class _Reader(tf_keras.layers.Layer):
     return x * read_float32(self.w), x * tf.cast(self.w, tf.float32)
 
 
-def _mixed(fn):
-  previous = tf_keras.mixed_precision.global_policy()
-  tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
-  try:
-    return fn()
-  finally:
-    tf_keras.mixed_precision.set_global_policy(previous)
-
-
 def test_inside_a_mixed_call_the_read_keeps_float32_and_its_gradient():
-  def run():
-    layer = _Reader()
-    x = tf.ones([3])
-    with tf.GradientTape() as tape:
-      exact, autocast = layer(x)
-    return exact, autocast, tape.gradient(exact, layer.w)
-  exact, autocast, grad = _mixed(run)
+  # tests/conftest.py puts the global policy back after each test.
+  tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  layer = _Reader()
+  x = tf.ones([3])
+  with tf.GradientTape() as tape:
+    exact, autocast = layer(x)
+  grad = tape.gradient(exact, layer.w)
   assert exact.dtype == tf.float32
   # 1 + 2^-12 survives float32 but not bfloat16's autocast read.
   np.testing.assert_array_equal(exact.numpy(), [1.0 + 2.0**-12, 2.0, 3.0])
@@ -49,16 +40,14 @@ def test_inside_a_mixed_call_the_read_keeps_float32_and_its_gradient():
 
 
 def test_embedding_lookup_casts_only_the_rows():
-  def run():
-    layer = embeddings.DenseReadEmbedding(vocab_size=5, embedding_width=4)
-    ids = tf.constant([[0, 3], [4, 4]])
-    with tf.GradientTape() as tape:
-      rows = layer(ids)
-      loss = tf.reduce_sum(tf.cast(rows, tf.float32))
-    grad = tf.convert_to_tensor(tape.gradient(loss, layer.embeddings))
-    table = tf.convert_to_tensor(layer.embeddings._variable)  # pylint: disable=protected-access
-    return rows, grad, table
-  rows, grad, table = _mixed(run)
+  tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  layer = embeddings.DenseReadEmbedding(vocab_size=5, embedding_width=4)
+  ids = tf.constant([[0, 3], [4, 4]])
+  with tf.GradientTape() as tape:
+    rows = layer(ids)
+    loss = tf.reduce_sum(tf.cast(rows, tf.float32))
+  grad = tf.convert_to_tensor(tape.gradient(loss, layer.embeddings))
+  table = tf.convert_to_tensor(layer.embeddings._variable)  # pylint: disable=protected-access
   assert rows.dtype == tf.bfloat16
   want = tf.cast(tf.gather(table, [[0, 3], [4, 4]]), tf.bfloat16)
   np.testing.assert_array_equal(rows.numpy(), want.numpy())

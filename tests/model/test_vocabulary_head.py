@@ -59,16 +59,13 @@ def test_head_uses_its_compute_dtype_for_the_backward_only(
     return original(dtype)
 
   monkeypatch.setattr(vocabulary_head, "projection_with_backward_in", spy)
-  previous = tf_keras.mixed_precision.global_policy()
+  # tests/conftest.py puts the global policy back after the test.
   tf_keras.mixed_precision.set_global_policy(policy)
-  try:
-    head = vocabulary_head.VocabularyHead(EMB, VOCAB, tied=False)
-    h, _, upstream = _inputs()
-    with tf.GradientTape() as tape:
-      logits = head.project(h)
-    grads = tape.gradient(logits, head.trainable_variables, upstream)
-  finally:
-    tf_keras.mixed_precision.set_global_policy(previous)
+  head = vocabulary_head.VocabularyHead(EMB, VOCAB, tied=False)
+  h, _, upstream = _inputs()
+  with tf.GradientTape() as tape:
+    logits = head.project(h)
+  grads = tape.gradient(logits, head.trainable_variables, upstream)
   assert logits.dtype == tf.float32
   assert all(g is not None and g.dtype == tf.float32 for g in grads)
   # float32 takes the plain einsum; a mixed policy the custom gradient.
@@ -93,23 +90,15 @@ class _TiedLayer(tf_keras.layers.Layer):
 
 
 def test_tied_table_is_read_in_float32_under_a_mixed_policy():
-  previous = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
-  try:
-    layer = _TiedLayer()
-    h, _, _ = _inputs()
-    logits = layer(h)
-    table = layer.table
-    assert type(table).__name__ == "AutoCastVariable"
-    exact = tf.einsum("bpe,ve->bpv", h, read_float32_value(table))
-  finally:
-    tf_keras.mixed_precision.set_global_policy(previous)
-  rounded = tf.einsum("bpe,ve->bpv", h, tf.cast(tf.cast(
-      read_float32_value(table), tf.bfloat16), tf.float32))
+  layer = _TiedLayer()
+  h, _, _ = _inputs()
+  logits = layer(h)
+  assert type(layer.table).__name__ == "AutoCastVariable"
+  table = tf.convert_to_tensor(layer.table._variable)  # pylint: disable=protected-access
+  exact = _float32_project(h, table)
+  rounded = _float32_project(
+      h, tf.cast(tf.cast(table, tf.bfloat16), tf.float32))
   np.testing.assert_allclose(logits.numpy(), exact.numpy(), rtol=1e-6,
                              atol=1e-6)
   assert np.abs(logits.numpy() - rounded.numpy()).max() > 1e-4
-
-
-def read_float32_value(variable):
-  return tf.convert_to_tensor(variable._variable)  # pylint: disable=protected-access
