@@ -13,13 +13,14 @@ encoder's weights into 2-D kernels and computes each block as
     LN(h + act(h W1 + b1) W2 + b2)          MatMul+BiasAdd(+GELU) each
 
 so that TensorFlow's CPU graph optimizer (oneDNN) fuses bias and GELU into
-the matmuls. The heads and the FFN's inner units are cut into two groups
-whose ops are independent until their outputs are summed, so that the
-executor runs them side by side: at a few dozen tokens a matmul gains
-little from a second intra-op thread, so serve with an inter-op pool of
-the cores and an intra-op pool of half. A batch of one text takes the
-tokens as columns instead (W x^T is already [q|k|v, heads, size, tokens]):
-no transposes, which at a few dozen tokens cost as much as the matmuls.
+the matmuls. The heads and the FFN's inner units are each cut into two
+groups (one if there is one head) whose ops are independent until their
+outputs are summed, so that the executor runs them side by side: at a
+few dozen tokens a matmul gains little from a second intra-op thread, so
+serve with an inter-op pool of the cores and an intra-op pool of half.
+A batch of one text takes the tokens as columns instead (W x^T is already
+[q|k|v, heads, size, tokens]): no transposes, which at a few dozen tokens
+cost as much as the matmuls.
 The query scale 1/sqrt(size) is folded into Wq and bq; the rest is the
 encoder's own arithmetic, so the outputs agree with the Keras encoder's to
 float32 rounding (tests/export/test_inference_encoder.py). The embeddings,
@@ -79,7 +80,9 @@ class _LayerNorm(tf.Module):
 
 
 def _split(total, parts):
-  """[(start, stop)] of `parts` near-equal slices of range(total)."""
+  """[(start, stop)] of min(parts, total) slices of range(total), total >=
+  1: none empty, their sizes differ by at most one (3 in 2: 1 and 2)."""
+  parts = min(parts, total)
   bounds = [total * i // parts for i in range(parts + 1)]
   return list(zip(bounds[:-1], bounds[1:]))
 
@@ -90,8 +93,9 @@ class _Block(tf.Module):
   Args:
     block: a built `TransformerScaffold` (BiasedSelfAttention, no
       feedforward_cls).
-    parts: the attention heads and the FFN's inner units are cut into this
-      many groups, each computed by ops of its own whose outputs are
+    parts: the attention heads and the FFN's inner units are each cut into
+      this many groups (fewer if there are fewer heads or units: no group
+      is empty), each computed by ops of its own whose outputs are
       summed: independent ops TensorFlow's executor runs side by side.
 
   Call: x [tokens, hidden] float32 (the batch's tokens flattened, batch
@@ -196,10 +200,11 @@ class InferenceEncoder(tf.Module):
     encoder: a built `ElectraEncoder` (see `supports`). Its weights are
       copied when this is made: later training of `encoder` does not
       reach it.
-    parts: groups of heads and of FFN units computed side by side (see
-      `_Block`). Served with an inter-op pool of the cores and an intra-op
-      pool of half, 2 groups take one 27-token text in 6.8 ms where 1
-      takes 9.9, and a batch of 32 in 161 ms where 1 takes 276
+    parts: groups of heads and of FFN units computed side by side, at
+      least 1 (fewer groups of heads if the encoder has fewer heads: see
+      `_Block`). Served with an inter-op pool of the cores and an
+      intra-op pool of half, 2 groups take one 27-token text in 6.8 ms
+      where 1 takes 9.9, and a batch of 32 in 161 ms where 1 takes 276
       (all-MiniLM-L6-v2's sizes, 2 cores); 3 were slower than 2.
 
   Call: a dict with `input_ids`, `input_mask`, `segment_ids` [batch, seq]
@@ -215,6 +220,8 @@ class InferenceEncoder(tf.Module):
     if not usable:
       raise ValueError("InferenceEncoder cannot stand for %s: %s" % (
           encoder.name, reason))
+    if parts < 1:
+      raise ValueError("parts must be at least 1, not %d." % parts)
     self.embeddings = encoder.embeddings
     self.embedding_projection = encoder.embedding_projection
     self.relative_position_bias = encoder.relative_position_bias

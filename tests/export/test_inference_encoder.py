@@ -1,8 +1,9 @@
 """export/inference_encoder.py: the serving form of an `ElectraEncoder`
 computes what the Keras encoder computes in inference, for one text (the
 tokens-as-columns path) and for a padded batch (tokens as rows), with the
-activations and options an encoder can have; and the SavedModel's
-`_Serving.predict` uses it."""
+activations and options an encoder can have and any number of heads (1
+included) and of FFN units; and the SavedModel's `_Serving.predict` uses
+it."""
 
 import numpy as np
 import pytest
@@ -20,11 +21,12 @@ TOL = 1e-5
 
 
 def _encoder(hidden_act="gelu", embedding_size=HIDDEN,
-             relative_position=False):
+             relative_position=False, hidden=HIDDEN, heads=HEADS,
+             intermediate=2 * HIDDEN):
   """A built encoder with large random weights (initializer range 0.3, so
   attention is far from uniform and a mixed-up head would show)."""
   embeddings = ElectraEmbeddings(VOCAB, embedding_size, initializer_range=0.3)
-  encoder = ElectraEncoder(embeddings, HIDDEN, LAYERS, HEADS, 2 * HIDDEN,
+  encoder = ElectraEncoder(embeddings, hidden, LAYERS, heads, intermediate,
                            hidden_act=hidden_act, initializer_range=0.3,
                            relative_position=relative_position)
   encoder(_inputs([5]), training=False)
@@ -66,6 +68,44 @@ def test_it_computes_what_the_keras_encoder_computes(
   fast = inference_encoder.InferenceEncoder(encoder, parts)
   expected = encoder(inputs, training=False).numpy()
   for got in (fast(inputs), tf.function(fast)(inputs)):
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got.numpy(), expected, rtol=TOL, atol=TOL)
+
+
+def test_heads_and_units_are_cut_into_groups_none_empty():
+  split = inference_encoder._split  # pylint: disable=protected-access
+  assert split(1, 2) == [(0, 1)]
+  assert split(3, 2) == [(0, 1), (1, 3)]
+  assert split(4, 2) == [(0, 2), (2, 4)]
+  assert split(37, 2) == [(0, 18), (18, 37)]
+  assert split(2, 3) == [(0, 1), (1, 2)]
+  with pytest.raises(ValueError, match="parts must be at least 1, not 0"):
+    inference_encoder.InferenceEncoder(_encoder(), parts=0)
+
+
+@pytest.mark.parametrize("relative_position", [False, True])
+@pytest.mark.parametrize("lengths,seq_len", [
+    ([7], None),          # one text: tokens as columns
+    ([7, 3, 1], 8),       # a padded batch: tokens as rows
+])
+@pytest.mark.parametrize("heads", [1, 2, 3, 4])
+def test_any_number_of_heads_and_an_odd_number_of_units(
+    heads, lengths, seq_len, relative_position):
+  """Fewer heads than groups (1), uneven groups (3 heads: 1 and 2; 37 FFN
+  units: 18 and 19), each with the default 2 parts the export uses."""
+  encoder = _encoder(embedding_size=24, relative_position=relative_position,
+                     hidden=24, heads=heads, intermediate=37)
+  inputs = _inputs(lengths, seq_len)
+  fast = inference_encoder.InferenceEncoder(encoder)
+  for block in fast.blocks:
+    assert [g["heads"] for g in block.head_groups] == (
+        [1] if heads == 1 else [heads // 2, heads - heads // 2])
+    assert [g["inner_kernel"].shape[1] for g in block.ffn_groups] == [18, 19]
+  # As a SavedModel traces it: the batch size unknown, both paths built.
+  any_batch = tf.function(fast, input_signature=[
+      {k: tf.TensorSpec([None, None], tf.int32) for k in inputs}])
+  expected = encoder(inputs, training=False).numpy()
+  for got in (fast(inputs), tf.function(fast)(inputs), any_batch(inputs)):
     assert got.shape == expected.shape
     np.testing.assert_allclose(got.numpy(), expected, rtol=TOL, atol=TOL)
 

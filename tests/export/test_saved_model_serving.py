@@ -6,7 +6,8 @@ Tasks: one tiny fine-tuning run per kind (classification, a sentence pair,
 regression, tagging, SQuAD 2.0) over the fixtures, each exported with
 `export_model.py --task`. On dev examples, the SavedModel's ids equal the
 fine-tuning pipeline's features of the same texts, and its outputs equal
-the Keras model's on those features. (The WordPiece pre-trained SavedModel
+the Keras model's on those features. Also for sst on models of 1 and of 3
+heads, served one text and a batch. (The WordPiece pre-trained SavedModel
 is tests/interop/test_interop_export.py's.)
 """
 
@@ -32,6 +33,7 @@ from util.errors import UserError
 TASKS = ("sst", "mrpc", "sts", "ner", "squadv2")
 NUM_EXAMPLES = 3
 TOL = 1e-5
+HEADS = (1, 3)  # Numbers of heads the export's 2 groups do not split evenly.
 
 
 def _first_rows(task, split_data):
@@ -74,6 +76,33 @@ def _expected(model, task, features):
   return dict(probabilities=probs, label_id=np.argmax(probs, -1))
 
 
+def _export(model_dir, name, out, counts=(NUM_EXAMPLES,)):
+  """Exports the model of `model_dir` fine-tuned on task `name` to `out`
+  with `export_model.py --task`.
+
+  Returns (jobs, cases): per n in `counts`, a job for `ix.serve` serving
+  the texts of the first n dev examples (result: `out` + "_<n>.npz"), and
+  cases[n] = (that result file, their features [n, seq], the Keras
+  model's outputs on them, the task).
+  """
+  assert export_model.main([
+      "--data-dir", ff.FIXTURE_DIR, "--model-name", "tiny", "--task",
+      name, "--format", "saved_model", "--output", out,
+      "--hparams", json.dumps({"model_dir": model_dir})]) == 0
+  model, task, _ = finetuned_model.load_finetuned(
+      model_dir, ff.FIXTURE_DIR, name, log=lambda _: None)
+  dev = task.load(task.eval_splits[0])
+  examples, rows = _first_rows(task, dev)
+  jobs, cases = [], {}
+  for n in counts:
+    features = {k: v[rows[:n]] for k, v in dev.features.items()}
+    result = "%s_%d.npz" % (out, n)
+    jobs.append(dict(saved_model=out, result=result,
+                     inputs=_texts(task, examples[:n])))
+    cases[n] = (result, features, _expected(model, task, features), task)
+  return jobs, cases
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
   root = tmp_path_factory.mktemp("tasks")
@@ -83,27 +112,41 @@ def exported(tmp_path_factory):
                                        max_seq_length=32))
   jobs, cases = [], {}
   for name in TASKS:
-    out = str(root / ("served_" + name))
-    assert export_model.main([
-        "--data-dir", ff.FIXTURE_DIR, "--model-name", "tiny", "--task",
-        name, "--format", "saved_model", "--output", out,
-        "--hparams", json.dumps({"model_dir": model_dir})]) == 0
-    model, task, _ = finetuned_model.load_finetuned(
-        model_dir, ff.FIXTURE_DIR, name, log=lambda _: None)
-    dev = task.load(task.eval_splits[0])
-    examples, rows = _first_rows(task, dev)
-    features = {k: v[rows] for k, v in dev.features.items()}
-    result = str(root / (name + ".npz"))
-    jobs.append(dict(saved_model=out, result=result,
-                     inputs=_texts(task, examples)))
-    cases[name] = (result, features, _expected(model, task, features), task)
+    task_jobs, task_cases = _export(model_dir, name,
+                                    str(root / ("served_" + name)))
+    jobs += task_jobs
+    cases[name] = task_cases[NUM_EXAMPLES]
   ix.serve(jobs, root / "jobs.json")
   return cases
 
 
-@pytest.mark.parametrize("name", TASKS)
-def test_saved_model_serves_the_task_on_raw_text(exported, name):
-  result, features, expected, task = exported[name]
+@pytest.fixture(scope="module")
+def exported_by_heads(tmp_path_factory):
+  """{(heads, n): case of `_export`}: sst fine-tuned on a 1-layer model of
+  24 hidden units, 37 FFN units and 1 or 3 heads (fewer heads than the
+  export's 2 groups; uneven groups), served one text and a batch."""
+  root = tmp_path_factory.mktemp("heads")
+  jobs, cases = [], {}
+  for heads in HEADS:
+    model_dir = str(root / ("model_%d" % heads))
+    runner.run_finetuning(ff.tiny_config(
+        model_dir=model_dir, task_names=["sst"], max_seq_length=32,
+        embedding_size=24, model_hparam_overrides=dict(
+            ff.TINY_MODEL, hidden_size=24, num_hidden_layers=1,
+            num_attention_heads=heads, intermediate_size=37)))
+    task_jobs, task_cases = _export(model_dir, "sst",
+                                    str(root / ("served_%d" % heads)),
+                                    counts=(1, NUM_EXAMPLES))
+    jobs += task_jobs
+    cases.update({(heads, n): case for n, case in task_cases.items()})
+  ix.serve(jobs, root / "jobs.json")
+  return cases
+
+
+def _assert_serves(name, case):
+  """The served ids are the pipeline's features, the outputs the Keras
+  model's."""
+  result, features, expected, task = case
   served = dict(np.load(result))
   np.testing.assert_array_equal(served["input_ids"], features["input_ids"])
   for key in ("input_mask", "segment_ids", "paragraph_mask"):
@@ -123,6 +166,18 @@ def test_saved_model_serves_the_task_on_raw_text(exported, name):
     assert all(t == "" for t in tags[served["input_mask"] == 0])
     assert set(tags[served["input_mask"] == 1]) <= {
         str(label) for label in task.label_list}
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_saved_model_serves_the_task_on_raw_text(exported, name):
+  _assert_serves(name, exported[name])
+
+
+@pytest.mark.parametrize("n", [1, NUM_EXAMPLES])
+@pytest.mark.parametrize("heads", HEADS)
+def test_a_model_of_any_number_of_heads_exports_and_serves(
+    exported_by_heads, heads, n):
+  _assert_serves("sst", exported_by_heads[heads, n])
 
 
 def test_task_export_errors(tmp_path):
