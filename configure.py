@@ -117,8 +117,20 @@ _PRETRAIN_FIELDS = dict(
                                         "attention heads; None: G's hidden "
                                         "size over D's head width.", min=1),
     disallow_correct=Field(False, bool, "Never sample the original token."),
-    temperature=Field(1.0, (float, int), "Sampling temperature of p_G.",
+    temperature=Field(1.0, (float, int), "Sampling temperature of p_G "
+                      "(at step 0 when temperature_final is set).",
                       min=0, exclusive="min"),
+    temperature_final=Field(None, (float, int, type(None)), "The "
+                            "replacement curriculum: the temperature "
+                            "reached at temperature_decay_steps and kept "
+                            "after; None: constant temperature "
+                            "(docs/method.md §5.1).", min=0, exclusive="min"),
+    temperature_decay_steps=Field(0, int, "Steps from temperature to "
+                                  "temperature_final; 0: all of "
+                                  "num_train_steps.", min=0),
+    temperature_schedule=Field("linear", str, "Shape of the decay: "
+                               "\"linear\" or \"cosine\".",
+                               choices=("linear", "cosine")),
     train_batch_size=Field(128, int, "Global train batch.", min=1),
     gradient_accumulation_steps=Field(
         1, int, "Split each replica's batch into this many micro-batches "

@@ -88,6 +88,10 @@ def build_pretrainer(config):
       tie_output_embeddings=not config.untied_mlm_output, name="generator")
   return ElectraPretrainer(
       generator, discriminator, sampler, temperature=config.temperature,
+      temperature_final=config.temperature_final,
+      temperature_decay_steps=(config.temperature_decay_steps or
+                               config.num_train_steps),
+      temperature_schedule=config.temperature_schedule,
       focal_gamma=config.focal_gamma,
       electra_objective=config.electra_objective,
       disallow_correct=config.disallow_correct,

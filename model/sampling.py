@@ -20,10 +20,12 @@ def generator_log_probs(mlm_logits, temperature=1.0):
   Taken over the [batch * P, vocab] view the MLM loss's cross-entropy
   kernel takes (`losses.log_prob_at`), so that under XLA fusion (hparam
   `fuse_elementwise`) the two share one row maximum and one sum of
-  exponentials.
+  exponentials. `temperature`: a Python number or a float32 scalar tensor
+  (a scheduled one, model/temperature_schedule.py).
   """
   logits = tf.stop_gradient(tf.cast(mlm_logits, tf.float32))
-  if temperature != 1.0:  # a pass over [batch, P, vocab] saved at 1
+  # A pass over [batch, P, vocab] saved at a constant 1.
+  if tf.is_tensor(temperature) or temperature != 1.0:
     logits = logits / temperature
   shape = tf.shape(logits)
   rows = tf.reshape(logits, [-1, shape[-1]])

@@ -19,7 +19,13 @@ for JSON (written, tabled and plotted by pretrain/eval_report.py). Shapes
   token positions [B, L] (need `input_mask`, 1 real token / 0 padding):
     disc_probs          float  sigma(z_t)
     disc_labels         int    1 = replaced
-    disc_loss_per_token float  per-token discriminator loss
+    disc_loss_per_token float  per-token discriminator loss (with
+                               `disc_labels`: also its means on replaced
+                               and on original tokens)
+    input_ids           int    the original tokens: their counts rank the
+                               vocabulary by frequency, for the frequency
+                               rank of replacements against the originals
+                               (with `sampled_tokens`, `masked_lm_ids`)
     masked_position_mask int   1 at masked positions
     disc_correct_<src>  int    1 where D was right, replacements drawn from
                                <src> (DRAW_SOURCES: pG = p_G, pS = the
@@ -60,7 +66,7 @@ _PRED_KEYS = ("masked_lm_preds", "masked_lm_ids", "masked_lm_weights",
               "mlm_loss_per_pos", "mlm_focal_loss_per_pos", "gen_max_prob",
               "sampled_tokens", "est_log_disc_loss", "actual_log_disc_loss")
 _TOKEN_KEYS = (("disc_probs", "disc_labels", "input_mask",
-                "disc_loss_per_token", "masked_position_mask") +
+                "disc_loss_per_token", "masked_position_mask", "input_ids") +
                tuple("disc_correct_" + src for src in DRAW_SOURCES))
 KNOWN_KEYS = frozenset(_PRED_KEYS + _TOKEN_KEYS)
 # D's accuracy under each source, on all real tokens and at masked ones.
@@ -73,7 +79,9 @@ MAIN_METRICS = (
     "masked_lm_accuracy", "masked_lm_loss", "masked_lm_focal_loss",
     "sampled_masked_lm_accuracy", "replacement_rate", "disc_loss", "disc_auc",
     "disc_accuracy", "disc_precision", "disc_recall", "disc_accuracy_masked",
-    "estimator_spearman", "estimator_pearson") + _HARDNESS_METRICS + (
+    "disc_loss_replaced", "disc_loss_original", "replacement_log10_rank",
+    "original_log10_rank", "estimator_spearman", "estimator_pearson") + (
+        _HARDNESS_METRICS) + (
     "num_masked", "num_tokens", "num_estimator_pairs")
 
 
@@ -81,7 +89,8 @@ MAIN_METRICS = (
 _MEAN_METRICS = (
     "masked_lm_accuracy", "masked_lm_loss", "masked_lm_focal_loss",
     "sampled_masked_lm_accuracy", "disc_accuracy", "disc_accuracy_masked",
-    "disc_loss") + _HARDNESS_METRICS
+    "disc_loss", "disc_loss_replaced", "disc_loss_original") + (
+        _HARDNESS_METRICS)
 
 
 def _ratio(num, den, name, notes):
@@ -100,6 +109,8 @@ class PretrainEvalAccumulator(object):
     self._hist = np.zeros(NUM_HIST_BINS, np.int64)
     self._auc_probs, self._auc_labels = [], []
     self._est, self._actual = [], []
+    self._token_counts = np.zeros(0, np.int64)
+    self._replaced_pairs = []  # [n, 2] (x'_t, x_t) where x'_t != x_t
 
   def _add(self, name, value):
     self._sums[name] = self._sums.get(name, 0) + value
@@ -154,6 +165,9 @@ class PretrainEvalAccumulator(object):
     if "sampled_tokens" in b:
       self._mean("sampled_masked_lm_accuracy",
                  b["sampled_tokens"] == b["masked_lm_ids"], w)
+      replaced = real & (b["sampled_tokens"] != b["masked_lm_ids"])
+      self._replaced_pairs.append(np.stack(
+          [b["sampled_tokens"][replaced], b["masked_lm_ids"][replaced]], -1))
     if "gen_max_prob" in b:
       self._seen.add("hist")
       p = np.clip(b["gen_max_prob"][real].astype(np.float64), 0.0, 1.0)
@@ -191,6 +205,19 @@ class PretrainEvalAccumulator(object):
         self._mean("disc_accuracy_masked", preds == labels, masked)
     if "disc_loss_per_token" in b:
       self._mean("disc_loss", b["disc_loss_per_token"], real)
+      if "disc_labels" in b:
+        replaced = (b["disc_labels"] > 0).astype(np.float64)
+        self._mean("disc_loss_replaced", b["disc_loss_per_token"],
+                   real * replaced)
+        self._mean("disc_loss_original", b["disc_loss_per_token"],
+                   real * (1.0 - replaced))
+    if "input_ids" in b:
+      self._seen.add("frequency")
+      counts = np.bincount(b["input_ids"][real > 0].astype(np.int64))
+      size = max(counts.size, self._token_counts.size)
+      self._token_counts = (np.pad(self._token_counts,
+                                   (0, size - self._token_counts.size)) +
+                            np.pad(counts, (0, size - counts.size)))
     for src in DRAW_SOURCES:
       key = "disc_correct_" + src
       if key not in b:
@@ -228,6 +255,8 @@ class PretrainEvalAccumulator(object):
       if out["estimator_pearson"] is None:
         notes.append("estimator correlations: undefined (fewer than 2 pairs "
                      "or constant estimated/actual loss)")
+    if "frequency" in seen and self._replaced_pairs:
+      out.update(self._replacement_ranks())
     if "disc" in seen:
       tp, fp, fn = s["disc_tp"], s["disc_fp"], s["disc_fn"]
       out["disc_precision"] = _ratio(tp, tp + fp, "disc_precision (no token "
@@ -241,3 +270,22 @@ class PretrainEvalAccumulator(object):
     if notes:
       out["notes"] = notes
     return out
+
+  def _replacement_ranks(self):
+    """Mean log10 frequency rank (1 = the eval data's most frequent
+    token; unseen tokens rank after every seen one) of the replacements
+    x'_t and of the tokens x_t they replaced: a generator close to the
+    unigram distribution gives the two about equal, a flat one (high
+    temperature, uniform draws) replacements of far higher rank, which D
+    can spot without context."""
+    pairs = np.concatenate(self._replaced_pairs).astype(np.int64)
+    if not pairs.size:
+      return {}
+    size = max(self._token_counts.size, int(pairs.max()) + 1)
+    counts = np.pad(self._token_counts, (0, size - self._token_counts.size))
+    ranks = np.empty(size, np.float64)
+    ranks[np.argsort(-counts, kind="stable")] = np.arange(1, size + 1)
+    ranks[counts == 0] = int((counts > 0).sum()) + 1
+    log_ranks = np.log10(ranks[pairs])
+    return dict(replacement_log10_rank=float(log_ranks[:, 0].mean()),
+                original_log10_rank=float(log_ranks[:, 1].mean()))

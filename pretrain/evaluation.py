@@ -4,12 +4,17 @@ Runs `num_eval_steps` batches of the eval shards through the model without
 dropout, drawing replacements from the configured sampler with no warm-up
 (`sampling_warmup_steps` only concerns training); in HP modes the same
 batches are scored a second time with replacements from p_G, for the
-hardness comparison (D's accuracy under p_G versus p_S). D's accuracies are
-filed under the distribution drawn from (`Sampler.drawn_from`: pG, pS or
-uniform). The estimator's correlations are taken in log space
-(`est_log_disc_loss`, `actual_log_disc_loss`). Results go to
-`<model_dir>/results/` as JSON and text, the generator's max-probability
-histogram as a PNG.
+hardness comparison (D's accuracy under p_G versus p_S). Replacements are
+drawn at the temperature of the evaluated step (the replacement curriculum,
+model/temperature_schedule.py); unless that is already plain ELECTRA's draw
+(p_G at temperature 1), the same batches are scored once more on draws from
+p_G at temperature 1, reported with the suffix `_t1` (`disc_auc_t1`, D's
+losses on replaced and original tokens), so that an AUC on easy draws never
+passes for a D that uses context. D's accuracies are filed under the
+distribution drawn from (`Sampler.drawn_from`: pG, pS or uniform). The
+estimator's correlations are taken in log space (`est_log_disc_loss`,
+`actual_log_disc_loss`). Results go to `<model_dir>/results/` as JSON and
+text, the generator's max-probability histogram as a PNG.
 """
 
 import os
@@ -28,9 +33,13 @@ _OUTPUT_KEYS = ("masked_lm_preds", "mlm_loss_per_pos", "gen_max_prob",
                 "sampled_tokens", "disc_probs", "disc_labels",
                 "disc_loss_per_token", "masked_position_mask")
 _FOCAL_KEY = "mlm_focal_loss_per_pos"
-_FEATURE_KEYS = ("masked_lm_ids", "masked_lm_weights", "input_mask")
+_FEATURE_KEYS = ("masked_lm_ids", "masked_lm_weights", "input_mask",
+                 "input_ids")
 # The estimator's pair (log space, docs/method.md §13.2), in HP modes.
 _ESTIMATOR_KEYS = ("est_log_disc_loss", "actual_log_disc_loss")
+# D on temperature-1 draws from p_G (suffix `_t1`).
+_T1_KEYS = ("disc_probs", "disc_labels", "disc_loss_per_token")
+_T1_METRICS = ("disc_auc", "disc_loss_replaced", "disc_loss_original")
 
 
 def _disc_correct(out):
@@ -38,25 +47,39 @@ def _disc_correct(out):
   return tf.cast(tf.equal(predicted, out["disc_labels"]), tf.int32)
 
 
+def draws_plain_electra(model):
+  """Whether `model`'s evaluation draws are p_G at temperature 1 at every
+  step, so that a second pass on such draws would repeat the first."""
+  return (isinstance(model.sampler, samplers.GeneratorSampler) and
+          model.temperature_at.constant and model.temperature_at(0) == 1.0)
+
+
 def make_eval_step(model, strategy, report_focal_loss=False):
   """A `tf.function` running one eval batch of `strategy` through
   pre-trainer `model`; build once and reuse it. `report_focal_loss` adds
-  the focal MLM loss per position (runs with focal_gamma > 0)."""
+  the focal MLM loss per position (runs with focal_gamma > 0). Call it as
+  `eval_step(iterator, step)`, `step` the evaluated global step (a scalar
+  tensor; it sets the temperature of the draws)."""
   sampler = model.sampler
   output_keys = _OUTPUT_KEYS + ((_FOCAL_KEY,) if report_focal_loss else ())
+  score_t1 = not draws_plain_electra(model)
 
-  def replica_fn(features):
+  def replica_fn(features, step):
     # The model's own sampler named explicitly: no warm-up
     # (docs/method.md §5, §13).
-    out = model(features, training=False, sampler=sampler)
+    out = model(features, training=False, step=step, sampler=sampler)
     batch = {k: out[k] for k in output_keys if k in out}
     batch.update({k: features[k] for k in _FEATURE_KEYS})
     if "disc_probs" not in out:
       return batch
     batch["disc_correct_" + sampler.drawn_from] = _disc_correct(out)
+    if score_t1:
+      plain = model(features, training=False, step=step,
+                    sampler=samplers.GeneratorSampler(), temperature=1.0)
+      batch.update({k + "_t1": plain[k] for k in _T1_KEYS})
     if model.learns_sampler:
       batch.update({k: out[k] for k in _ESTIMATOR_KEYS})
-      under_pg = model(features, training=False,
+      under_pg = model(features, training=False, step=step,
                        sampler=samplers.GeneratorSampler())
       batch["disc_correct_pG"] = _disc_correct(under_pg)
       # The estimator on p_G draws, free of p_S's selection of tokens whose
@@ -65,10 +88,22 @@ def make_eval_step(model, strategy, report_focal_loss=False):
     return batch
 
   @tf.function
-  def eval_step(iterator):
-    return strategy.run(replica_fn, args=(next(iterator),))
+  def eval_step(iterator, step=0):
+    return strategy.run(replica_fn, args=(next(iterator), step))
 
   return eval_step
+
+
+def split_t1(batch):
+  """(batch, t1_batch): an eval step's numpy outputs without D's outputs
+  on temperature-1 draws, and those as a batch of their own (None when the
+  step made no such pass)."""
+  if _T1_KEYS[0] + "_t1" not in batch:
+    return batch, None
+  batch = dict(batch)
+  t1_batch = {k: batch.pop(k + "_t1") for k in _T1_KEYS}
+  t1_batch["input_mask"] = batch["input_mask"]
+  return batch, t1_batch
 
 
 def split_pg_estimator(batch):
@@ -95,21 +130,28 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
     eval_step = make_eval_step(model, strategy, bool(config.focal_gamma))
   accumulator = eval_metrics.PretrainEvalAccumulator()
   under_pg = eval_metrics.PretrainEvalAccumulator()
+  under_t1 = eval_metrics.PretrainEvalAccumulator()
+  step_tensor = tf.constant(step, tf.int64)
   with input_fn.data_errors():
     for _ in range(config.num_eval_steps):
-      outputs = eval_step(iterator)
+      outputs = eval_step(iterator, step_tensor)
       # The global batch, from the replicas of all workers.
       batch = {k: strategy.gather(v, axis=0).numpy()
                for k, v in outputs.items()}
       batch, pg_batch = split_pg_estimator(batch)
       if pg_batch:
         under_pg.update(pg_batch)
+      batch, t1_batch = split_t1(batch)
+      if t1_batch:
+        under_t1.update(t1_batch)
       accumulator.update(batch)
   results = accumulator.result()
   pg = under_pg.result()
   if pg.get("estimator_pearson") is not None:
     results["estimator_spearman_pG"] = pg["estimator_spearman"]
     results["estimator_pearson_pG"] = pg["estimator_pearson"]
+  results.update(t1_metrics(results, under_t1.result()))
+  results["temperature"] = model.temperature_at.value_at(step)
   results.update(model_name=config.model_name, sampling=config.sampling,
                  focal_gamma=config.focal_gamma,
                  eval_tfrecords=config.eval_tfrecords,
@@ -125,10 +167,19 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
       title="Generator max-probability at masked positions (step %d)" % step)
   log("Eval at step %d: %s" % (step, ", ".join(
       "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS +
-      ("estimator_spearman_pG", "estimator_pearson_pG")
+      ("estimator_spearman_pG", "estimator_pearson_pG", "disc_auc_t1",
+       "disc_loss_replaced_t1", "disc_loss_original_t1", "temperature")
       if isinstance(results.get(k), float))))
   warning = eval_report.discriminator_warning(results)
   if warning:
     log(warning)
   log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))
   return results
+
+
+def t1_metrics(results, t1_results):
+  """D's metrics on temperature-1 draws from p_G, suffixed `_t1`: those of
+  the second pass `t1_results`, or, when the draws already were plain
+  ELECTRA's (no second pass, `t1_results` empty), of `results`."""
+  source = t1_results if t1_results else results
+  return {k + "_t1": source[k] for k in _T1_METRICS if k in source}

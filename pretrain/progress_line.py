@@ -30,6 +30,10 @@ def progress_line(step, total, steps_per_sec, batch_size, elapsed, eta, m,
       parts[-1] += " samp %.4f" % m["sampling_loss"]
     parts.append("gen_acc %.3f disc_acc %.3f repl %.3f" % (
         m["gen_accuracy"], m["disc_accuracy"], m["replacement_rate"]))
+    parts.append("D loss repl %.3f orig %.3f" % (m["disc_loss_replaced"],
+                                                 m["disc_loss_original"]))
+  if "temperature" in m:
+    parts.append("T %.2f" % m["temperature"])
   if "hp_estimator_pearson" in m:
     parts.append("hp_r %.3f" % m["hp_estimator_pearson"])
   parts.append("%.3g TFLOP/s MFU %.2f%%" % (achieved / 1e12,

@@ -28,7 +28,15 @@ def step_statistics(out, features, learns_sampler):
   if "disc_loss" not in out:
     return stats
   predicted = tf.cast(out["disc_probs"] > 0.5, tf.int32)
+  replaced_tokens = mask * tf.cast(out["disc_labels"], tf.float32)
+  token_loss = tf.cast(out["disc_loss_per_token"], tf.float32)
   stats.update(
+      # D's loss on replaced and on original tokens apart: at the prior,
+      # D's loss is low on originals and high on replacements.
+      disc_loss_replaced_sum=tf.reduce_sum(replaced_tokens * token_loss),
+      disc_loss_original_sum=tf.reduce_sum((mask - replaced_tokens) *
+                                           token_loss),
+      num_replaced_tokens=tf.reduce_sum(replaced_tokens),
       disc_loss=out["disc_loss"], sampling_loss=out["sampling_loss"],
       disc_correct=tf.reduce_sum(mask * tf.cast(tf.equal(
           predicted, out["disc_labels"]), tf.float32)),
@@ -51,9 +59,16 @@ def summarize_sums(sums, num_steps):
             ("total_loss", "mlm_loss", "disc_loss", "sampling_loss")
             if k in s}
   result["gen_accuracy"] = s["gen_correct"] / max(s["num_masked"], 1.0)
+  if "temperature_sum" in s:
+    result["temperature"] = s["temperature_sum"] / num_steps
   if "disc_correct" in s:
     result["disc_accuracy"] = s["disc_correct"] / max(s["num_tokens"], 1.0)
     result["replacement_rate"] = s["replaced"] / max(s["num_masked"], 1.0)
+    replaced = s["num_replaced_tokens"]
+    result["disc_loss_replaced"] = s["disc_loss_replaced_sum"] / max(
+        replaced, 1.0)
+    result["disc_loss_original"] = s["disc_loss_original_sum"] / max(
+        s["num_tokens"] - replaced, 1.0)
   if "sxy" in s:
     n = s["num_masked"]
     cov = s["sxy"] / n - (s["sx"] / n) * (s["sy"] / n)

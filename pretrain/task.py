@@ -65,6 +65,10 @@ class PretrainingTask(object):
     stats = dict(stats)
     stats["grad_norm"] = norm / self.num_replicas
     stats["skipped_steps"] = skipped / self.num_replicas
+    if not self.model.temperature_at.constant:
+      # Of the step just trained (the curriculum's temperature).
+      stats["temperature_sum"] = self.model.temperature_at(
+          self.global_step - 1) / self.num_replicas
     return stats
 
   def make_train_loop(self):

@@ -12,6 +12,7 @@ import re
 
 import configure
 from interop import convert
+from studies import corpus as corpus_lib
 from studies import plan as plan_lib
 from studies import released
 from util import io_utils
@@ -21,8 +22,8 @@ from util.hparams import unknown_key_error
 _TOP_KEYS = ("name", "work_dir", "data", "start", "pretraining",
              "finetuning", "budget_hours", "description", "notes", "report",
              "archive")
-_DATA_KEYS = ("corpus_dir", "vocab_size", "max_seq_length",
-              "heldout_fraction", "num_shards")
+_DATA_KEYS = ("corpus_dir", "corpus_texts", "corpus_exclude", "vocab_size",
+              "max_seq_length", "heldout_fraction", "num_shards")
 _START_KEYS = ("name", "source")
 _PRETRAIN_KEYS = ("hparams", "regimes", "variants", "baseline", "seeds")
 _FINETUNE_KEYS = ("hparams", "seeds", "random_init", "tasks",
@@ -117,13 +118,18 @@ def _check_start(path, study):
 
 
 def _check_corpus_dir(path, study):
-  """data.corpus_dir: a directory, needed for the vocabulary (unless a
-  released start gives it) and for a regime without a corpus_task."""
+  """data.corpus_dir (a directory) or data.corpus_texts (studies/corpus.py),
+  needed for the vocabulary (unless a released start gives it) and for a
+  regime without a corpus_task."""
+  corpus_lib.check(path, study["data"])
   corpus = study["data"].get("corpus_dir")
+  if corpus is None and study["data"].get("corpus_texts"):
+    return
   if corpus is None:
     if "start" not in study:
-      raise UserError("%s: data: key 'corpus_dir' is required (the study's "
-                      "vocabulary is built from it)." % path)
+      raise UserError("%s: data: key 'corpus_dir' or 'corpus_texts' is "
+                      "required (the study's vocabulary is built from it)."
+                      % path)
     plain = [r for r, s in plan_lib.regimes(study).items()
              if not s.get("corpus_task")]
     if plain:

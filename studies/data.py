@@ -14,8 +14,8 @@ import random
 import subprocess
 import sys
 
-from finetune import readers
 from finetune import task_builder
+from studies import corpus as corpus_lib
 from studies import plan as plan_lib
 from studies import released
 from util import io_utils
@@ -26,9 +26,6 @@ from util.io_utils import write_text_atomic
 # A single-file task source is split into train/dev/test with this seed.
 SPLIT_SEED = 12345
 SPLIT_FRACTIONS = (0.8, 0.1)
-# A task's text is written as a corpus of documents of this many lines
-# (so that the builder can hold whole documents out).
-LINES_PER_DOCUMENT = 50
 
 
 def _run(argv, log_path):
@@ -40,12 +37,6 @@ def _run(argv, log_path):
   if proc.returncode:
     raise UserError("%s exited with %d; see %s." % (argv[0], proc.returncode,
                                                     log_path))
-
-
-def _read_tsv(path):
-  """(header, [fields]) of a TSV file, read as fine-tuning reads it."""
-  header, rows = readers.read_tsv(path, has_header=True)
-  return header, [row.fields for row in rows]
 
 
 def _write_tsv(path, header, rows):
@@ -63,9 +54,9 @@ def _task_splits(task, subset=True):
       path = os.path.join(source, split + ".tsv")
       if not os.path.isfile(path):
         raise UserError("task %r: %s not found." % (task["name"], path))
-      splits[split] = _read_tsv(path)
+      splits[split] = corpus_lib.read_tsv(path)
   else:
-    header, rows = _read_tsv(source)
+    header, rows = corpus_lib.read_tsv(source)
     rows = list(rows)
     random.Random(SPLIT_SEED).shuffle(rows)
     n_train = int(SPLIT_FRACTIONS[0] * len(rows))
@@ -107,15 +98,13 @@ def write_task(task, data_dir):
 
 def write_task_corpus(task, directory):
   """The text column of a task's whole training split as a corpus file
-  (blank lines every LINES_PER_DOCUMENT lines); returns its directory."""
+  (`corpus.write_documents`); returns its directory."""
   path = os.path.join(directory, "%s.txt" % task["name"])
   if not os.path.isfile(path):
     header, rows = _task_splits(task, subset=False)["train"]
     column = header.index(task["text_column"])
-    lines = [row[column].strip() for row in rows if row[column].strip()]
-    write_text_atomic(path, "".join(
-        line + ("\n\n" if (i + 1) % LINES_PER_DOCUMENT == 0 else "\n")
-        for i, line in enumerate(lines)))
+    corpus_lib.write_documents(
+        path, [row[column].strip() for row in rows if row[column].strip()])
   return directory
 
 
@@ -134,7 +123,7 @@ def _build_records(corpus, vocab, records, d, max_seq_length, log_path, log,
 
 def _vocabulary(study, data, logs, log):
   """The study's vocab.txt: the released start's (copied), or one built
-  from data.corpus_dir."""
+  from the study's corpus (studies/corpus.py)."""
   vocab = os.path.join(data, "vocab.txt")
   if "start" in study:
     if not os.path.isfile(vocab):
@@ -143,10 +132,10 @@ def _vocabulary(study, data, logs, log):
   d = study["data"]
   if not os.path.isfile(vocab):
     log("data: building a %d-token vocabulary from %s" % (
-        d.get("vocab_size", 8000), d["corpus_dir"]))
+        d.get("vocab_size", 8000), corpus_lib.describe(study)))
     io_utils.make_dirs(data)
     _run(["build_vocab.py", "--corpus-dir",
-          plan_lib.repo_path(d["corpus_dir"]), "--output", vocab,
+          corpus_lib.prepare(study, log), "--output", vocab,
           "--vocab-size", str(d.get("vocab_size", 8000))],
          os.path.join(logs, "build_vocab.log"))
   return vocab
@@ -161,12 +150,12 @@ def prepare(study, log=print):
   vocab = _vocabulary(study, data, logs, log)
   regimes = plan_lib.regimes(study)
   plain = [r for r, s in regimes.items() if not s.get("corpus_task")]
-  if plain:  # Regimes that pre-train on data.corpus_dir.
-    _build_records(plan_lib.repo_path(d["corpus_dir"]), vocab,
+  if plain:  # Regimes that pre-train on the study's corpus.
+    _build_records(corpus_lib.prepare(study, log), vocab,
                    os.path.join(data, "pretrain_tfrecords"), d,
                    plan_lib.regime_max_seq_length(study, plain[0]),
                    os.path.join(logs, "build_pretraining_dataset.log"), log,
-                   d["corpus_dir"])
+                   corpus_lib.describe(study))
   tasks = {t["name"]: t for t in study.get("finetuning", {}).get("tasks", [])}
   for task in tasks.values():
     write_task(task, data)

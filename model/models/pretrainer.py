@@ -29,6 +29,7 @@ import tf_keras
 from model import losses
 from model import samplers
 from model import sampling
+from model import temperature_schedule as temperature_schedule_lib
 
 # The key of the sampler's `HeadLossInputs` in `forward`'s dict, which
 # `objective` takes out.
@@ -89,7 +90,11 @@ class ElectraPretrainer(tf_keras.Model):
     discriminator: a `Discriminator` (model/models/discriminator.py).
     sampler: a `samplers.Sampler` (model/samplers.py): the draw
       distribution and, when it learns, the sampling head's loss.
-    temperature: of p_G = softmax(mlm_logits / temperature).
+    temperature: of p_G = softmax(mlm_logits / temperature) at step 0.
+    temperature_final, temperature_decay_steps, temperature_schedule: the
+      replacement curriculum (`temperature_schedule.TemperatureSchedule`):
+      the temperature moves from `temperature` to `temperature_final`
+      (None: stays) over `temperature_decay_steps`, "linear" or "cosine".
     focal_gamma: gamma of the focal MLM loss; 0 is the cross-entropy.
     electra_objective: False trains the generator as a plain MLM (no draw,
       no discriminator).
@@ -100,16 +105,19 @@ class ElectraPretrainer(tf_keras.Model):
       at masked positions by the self-normalised p_G/p_S, clipped.
     gen_weight, disc_weight, sampling_weight: the weights of L_MLM, L_D, L_S.
 
-  `call(features, training, step=0, sampler=None, loss_denominators=None)`
-  is `objective(features, forward(features, training, step, sampler),
-  loss_denominators)`. `features` (pretrain/pretrain_data.py): `input_ids`,
+  `call(features, training, step=0, sampler=None, loss_denominators=None,
+  temperature=None)` is `objective(features, forward(features, training,
+  step, sampler, temperature), loss_denominators)`. `features`
+  (pretrain/pretrain_data.py): `input_ids`,
   `input_mask`, `segment_ids`, `masked_input_ids` [batch, seq_len] int32;
   `masked_lm_positions`, `masked_lm_ids` [batch, P] int32;
   `masked_lm_weights` [batch, P] float32; `sample_seed` [batch, 2] int32.
   `step` is the global step (the warm-up reads it); `sampler`, when given, draws
   instead of the model's sampler and its warm-up (evaluation: `self.sampler`,
   or `GeneratorSampler()` for p_G), the model's sampler's head still
-  scoring the draw. Returns a dict of the fields of `GeneratorOutputs`,
+  scoring the draw. `temperature`, when given, replaces the schedule's
+  value at `step` (evaluation on temperature-1 draws). Returns a dict of
+  the fields of `GeneratorOutputs`,
   `DrawOutputs` and `DiscriminatorOutputs`, and the losses `total_loss`,
   `mlm_loss`, `disc_loss`, `sampling_loss` (float32 scalars, replica shares
   of global means); a plain MLM gives `GeneratorOutputs`, `total_loss` and
@@ -117,7 +125,9 @@ class ElectraPretrainer(tf_keras.Model):
   """
 
   def __init__(self, generator, discriminator, sampler=None, temperature=1.0,
-               focal_gamma=0.0, electra_objective=True,
+               temperature_final=None, temperature_decay_steps=0,
+               temperature_schedule="linear", focal_gamma=0.0,
+               electra_objective=True,
                disallow_correct=False, sampling_warmup_steps=0,
                disc_importance_weighting=False,
                disc_importance_weight_clip=10.0, gen_weight=1.0,
@@ -133,9 +143,14 @@ class ElectraPretrainer(tf_keras.Model):
     self._training_sampler = samplers.with_warmup(self.sampler,
                                                   sampling_warmup_steps)
     self.generator = generator
+    self.temperature_at = temperature_schedule_lib.TemperatureSchedule(
+        temperature, temperature_final, temperature_decay_steps,
+        temperature_schedule)
     # The settings (`get_config`'s values), read by the methods below.
     self._config = dict(
-        temperature=temperature, focal_gamma=focal_gamma,
+        temperature=temperature, temperature_final=temperature_final,
+        temperature_decay_steps=temperature_decay_steps,
+        temperature_schedule=temperature_schedule, focal_gamma=focal_gamma,
         electra_objective=electra_objective,
         disallow_correct=disallow_correct,
         sampling_warmup_steps=sampling_warmup_steps,
@@ -159,7 +174,7 @@ class ElectraPretrainer(tf_keras.Model):
     return samplers.learns(self.sampler)
 
   def call(self, features, training=None, step=0, sampler=None,
-           loss_denominators=None):
+           loss_denominators=None, temperature=None):
     """See the class docstring. `loss_denominators`:
     `losses.loss_denominators(features)` taken by the caller (outside an
     XLA-compiled pass), else all-reduced here; a keyword argument, not a
@@ -168,10 +183,12 @@ class ElectraPretrainer(tf_keras.Model):
     if loss_denominators is None:
       loss_denominators = losses.loss_denominators(features)
     return self.objective(
-        features, self.forward(features, training, step, sampler),
+        features,
+        self.forward(features, training, step, sampler, temperature),
         loss_denominators)
 
-  def forward(self, features, training=None, step=0, sampler=None):
+  def forward(self, features, training=None, step=0, sampler=None,
+              temperature=None):
     """G, the draw and D: per-position and per-token tensors, no reduction.
 
     Holds no cross-replica op, so it can be XLA-compiled on its own under
@@ -185,7 +202,10 @@ class ElectraPretrainer(tf_keras.Model):
 
     # Generator on the masked input.
     gen_out = self.generator(features, training=training)
-    inputs = self._sampler_inputs(gen_out, features["masked_lm_ids"], step)
+    if temperature is None:
+      temperature = self.temperature_at(step)
+    inputs = self._sampler_inputs(gen_out, features["masked_lm_ids"], step,
+                                  temperature)
     out = self._generator_outputs(gen_out["mlm_logits"], inputs)._asdict()
     if not self._config["electra_objective"]:
       return out
@@ -211,15 +231,16 @@ class ElectraPretrainer(tf_keras.Model):
     out[_HEAD_LOSS_INPUTS] = head_loss_inputs
     return out
 
-  def _sampler_inputs(self, gen_out, original_ids, step):
-    """The `samplers.SamplerInputs` of the generator's outputs `gen_out`."""
+  def _sampler_inputs(self, gen_out, original_ids, step, temperature):
+    """The `samplers.SamplerInputs` of the generator's outputs `gen_out`,
+    p_G at `temperature` (a Python float or a scalar tensor)."""
     scores_at = None
     if "sampling_scores" in gen_out:
       scores_at = functools.partial(self.generator.sampling_scores_at,
                                     gen_out)
     return samplers.SamplerInputs(
         log_pg=sampling.generator_log_probs(gen_out["mlm_logits"],
-                                            self._config["temperature"]),
+                                            temperature),
         original_ids=original_ids, scores=gen_out.get("sampling_scores"),
         scores_at=scores_at, step=step)
 

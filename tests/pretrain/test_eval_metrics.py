@@ -28,6 +28,7 @@ def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
       input_mask=input_mask,
       disc_loss_per_token=rng.random((batch, length)),
       masked_position_mask=rng.integers(0, 2, (batch, length)),
+      input_ids=rng.integers(0, vocab, (batch, length)),
       disc_correct_pG=rng.integers(0, 2, (batch, length)),
       disc_correct_pS=rng.integers(0, 2, (batch, length)),
       disc_correct_uniform=rng.integers(0, 2, (batch, length)))
@@ -177,3 +178,31 @@ def test_disc_loss_is_token_weighted_and_method_md_says_so():
   analyses = paths.method_section(13)
   assert "`disc_loss` is token-weighted" in analyses
   assert "averages per-example means" in analyses
+
+
+def test_disc_loss_on_replaced_and_on_original_tokens_apart():
+  r = _result(disc_loss_per_token=np.array([[0.5, 2.0, 0.1, 3.0, 9.0]]),
+              disc_labels=np.array([[0, 1, 0, 1, 1]]),
+              disc_probs=np.array([[0.1, 0.2, 0.3, 0.4, 0.5]], np.float32),
+              input_mask=np.array([[1, 1, 1, 1, 0]]))
+  assert r["disc_loss_replaced"] == pytest.approx((2.0 + 3.0) / 2)
+  assert r["disc_loss_original"] == pytest.approx((0.5 + 0.1) / 2)
+  assert r["disc_loss"] == pytest.approx(5.6 / 4)
+
+
+def test_frequency_ranks_of_replacements_and_of_the_tokens_replaced():
+  # Token 7 is the most frequent (rank 1), 3 second, 5 third; 9 unseen
+  # ranks after every seen token (4).
+  ids = np.array([[7, 7, 7, 3, 3, 5, 0]])
+  r = _result(input_ids=ids, input_mask=np.array([[1, 1, 1, 1, 1, 1, 0]]),
+              disc_labels=np.zeros_like(ids), disc_probs=np.zeros(
+                  ids.shape, np.float32),
+              sampled_tokens=np.array([[5, 9, 7, 3]]),
+              masked_lm_ids=np.array([[7, 3, 7, 5]]),
+              masked_lm_weights=np.array([[1.0, 1.0, 1.0, 0.0]]))
+  # Replaced: (5 for 7) and (9 for 3); the third is no replacement and the
+  # fourth is padding.
+  assert r["replacement_log10_rank"] == pytest.approx(
+      (np.log10(3) + np.log10(4)) / 2)
+  assert r["original_log10_rank"] == pytest.approx(
+      (np.log10(1) + np.log10(2)) / 2)

@@ -6,8 +6,10 @@ import tensorflow as tf
 import tf_keras
 
 from model import builders
+from model import samplers
 from pretrain import eval_metrics
 from pretrain import evaluation
+from pretrain import rank_stats
 from tests import pretrain_fixtures as fx
 
 BATCH, SEQ_LEN, PREDS, VOCAB = 4, 16, 3, 40
@@ -26,6 +28,7 @@ def _eval_results(config, features, weights=None):
   outputs = eval_step(iter(tf.data.Dataset.from_tensors(features)))
   batch, _ = evaluation.split_pg_estimator(
       {k: v.numpy() for k, v in outputs.items()})
+  batch, _ = evaluation.split_t1(batch)
   accumulator = eval_metrics.PretrainEvalAccumulator()
   accumulator.update(batch)
   return accumulator.result(), model
@@ -122,3 +125,70 @@ def test_hardness_accuracies_are_filed_under_the_distribution_drawn_from(
   # The configured sampler's draw is the one D's ELECTRA metrics score.
   assert results["disc_accuracy_%s_all" % drawn_from[0]] == pytest.approx(
       results["disc_accuracy"])
+
+
+def _evaluated(config, features, step):
+  """`evaluation`'s merged results of one batch evaluated at `step`."""
+  tf_keras.utils.set_random_seed(1234)
+  model = builders.build_pretrainer(config)
+  model(features, training=False)
+  _spread_distributions(model)
+  eval_step = evaluation.make_eval_step(model, tf.distribute.get_strategy())
+  outputs = eval_step(iter(tf.data.Dataset.from_tensors(features)),
+                      tf.constant(step, tf.int64))
+  batch, _ = evaluation.split_pg_estimator(
+      {k: v.numpy() for k, v in outputs.items()})
+  batch, t1_batch = evaluation.split_t1(batch)
+  main, t1 = (eval_metrics.PretrainEvalAccumulator() for _ in range(2))
+  main.update(batch)
+  if t1_batch:
+    t1.update(t1_batch)
+  results = main.result()
+  results.update(evaluation.t1_metrics(results, t1.result()))
+  return results, t1_batch is not None, model
+
+
+def test_plain_electra_makes_no_second_pass_and_its_auc_is_the_t1_auc():
+  features = fx.make_features(BATCH, SEQ_LEN, PREDS, VOCAB, seed=6)
+  results, second_pass, _ = _evaluated(
+      fx.tiny_config(VOCAB, SEQ_LEN, PREDS, sampling="mlm"), features, 0)
+  assert not second_pass
+  assert results["disc_auc_t1"] == results["disc_auc"]
+  assert results["disc_loss_replaced_t1"] == results["disc_loss_replaced"]
+
+
+@pytest.mark.parametrize("hparams", [
+    dict(sampling="mlm", temperature=5.0, temperature_final=1.0,
+         temperature_decay_steps=100),
+    dict(sampling="uniform"), dict(sampling="hp_loss")])
+def test_other_draws_are_scored_once_more_on_temperature_1_draws(hparams):
+  features = fx.make_features(BATCH, SEQ_LEN, PREDS, VOCAB, seed=6)
+  config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS, **hparams)
+  results, second_pass, model = _evaluated(config, features, 0)
+  assert second_pass
+  plain = model(features, training=False, sampler=samplers.GeneratorSampler(),
+                temperature=1.0)
+  labels = plain["disc_labels"].numpy()
+  real = features["input_mask"].numpy() > 0
+  assert results["disc_auc_t1"] == pytest.approx(rank_stats.exact_auc(
+      plain["disc_probs"].numpy()[real], labels[real]))
+  replaced = real & (labels > 0)
+  assert results["disc_loss_replaced_t1"] == pytest.approx(
+      plain["disc_loss_per_token"].numpy()[replaced].mean(), rel=1e-5)
+
+
+def test_the_curriculum_is_evaluated_at_the_temperature_of_its_step():
+  features = fx.make_features(BATCH, SEQ_LEN, PREDS, VOCAB, seed=6)
+  config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS, sampling="mlm",
+                          temperature=5.0, temperature_final=1.0,
+                          temperature_decay_steps=100)
+  early, _, model = _evaluated(config, features, 0)
+  late, _, _ = _evaluated(config, features, 100)
+  # At its end the curriculum draws as plain ELECTRA does.
+  assert late["disc_auc"] == pytest.approx(late["disc_auc_t1"])
+  hot = model(features, training=False, step=0)
+  assert early["sampled_masked_lm_accuracy"] == pytest.approx(
+      float(np.mean(hot["sampled_tokens"].numpy()[
+          features["masked_lm_weights"].numpy() > 0] ==
+          features["masked_lm_ids"].numpy()[
+              features["masked_lm_weights"].numpy() > 0])))
