@@ -209,6 +209,10 @@ _FINETUNE_FIELDS = dict(
         "lr * d^(n-1-i), the embeddings lr * d^n; \"electra\" reproduces "
         "the TF1 ELECTRA code, every rate d^2 lower (top layer lr * d^2). "
         "Task heads get lr under both.", choices=("default", "electra")),
+    reinit_top_layers=Field(0, int, "Re-initialise this many of the "
+                            "pre-trained encoder's top layers before "
+                            "fine-tuning (Zhang et al. 2021); 0 keeps "
+                            "them all.", min=0),
     classifier_pooling=Field("cls", str, "Sentence (pair) tasks: what the "
                              "head reads: \"cls\" (ELECTRA: the [CLS] "
                              "state) or \"mean\" (the mean over real "

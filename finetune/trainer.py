@@ -21,6 +21,7 @@ import tf_keras
 
 from finetune import layerwise_decay
 from finetune import preprocessing
+from finetune import reinit
 from finetune import scorer as scorer_lib
 from finetune.model import FinetuningModel
 from interop import loader as interop_loader
@@ -79,6 +80,7 @@ class Trainer(object):
       self.model = FinetuningModel(build_discriminator_encoder(config),
                                    task.build_head(), name="finetuning")
     self._checkpoint = tf.train.Checkpoint(model=self.model)
+    self._encoder_inputs = None  # One feature row (`build`).
     self._predict_step = None
     self._last_scorers, self._primary_metrics = {}, {}
 
@@ -93,9 +95,11 @@ class Trainer(object):
 
   def build(self, features):
     """Creates the variables by calling the model on one feature row."""
+    row = {name: value[:1] for name, value in features.items()}
     with self.strategy.scope():
-      self.model({name: value[:1] for name, value in features.items()},
-                 training=False)
+      self.model(row, training=False)
+    self._encoder_inputs = {k: row[k] for k in ("input_ids", "input_mask",
+                                                "segment_ids")}
     names = [v.name for v in self.model.trainable_variables]
     if len(set(names)) != len(names):
       raise ValueError("duplicate variable names in the fine-tuning model; "
@@ -110,11 +114,18 @@ class Trainer(object):
     if interop_loader.is_foreign(init_checkpoint):
       interop_loader.load_into(self.model.encoder, init_checkpoint,
                                log=self.log)
-      return
-    prefix = checkpoints.restore_discriminator(self.model.encoder,
-                                               init_checkpoint)
-    self.log("encoder from pre-trained checkpoint %s (all %d weight tensors "
-             "restored)" % (prefix, len(self.model.encoder.weights)))
+    else:
+      prefix = checkpoints.restore_discriminator(self.model.encoder,
+                                                 init_checkpoint)
+      self.log("encoder from pre-trained checkpoint %s (all %d weight "
+               "tensors restored)" % (prefix,
+                                      len(self.model.encoder.weights)))
+    n = self.config.reinit_top_layers
+    if n:
+      replaced = reinit.reinitialise_top_layers(
+          self.model.encoder, n, self._encoder_inputs)
+      self.log("re-initialised the top %d layer(s): %d weight tensors" % (
+          n, replaced))
 
   def restore_finetuned(self):
     """Loads this trial's kept fine-tuned model (for do_train false)."""

@@ -127,6 +127,29 @@ def test_starts_from_the_pretrained_discriminator(tmp_path):
       init_checkpoint=str(tmp_path / "m"))) == prefix
 
 
+def test_reinit_top_layers_replaces_the_top_of_the_pretrained_encoder(
+    tmp_path):
+  pretrained = _save_pretrained(tmp_path / "m")
+  config = ff.tiny_config(model_dir=tmp_path / "m", init_checkpoint=None,
+                          reinit_top_layers=1)
+  tokenizer = preprocessing.build_tokenizer(config)
+  task = task_builder.get_task(config, "sst", tokenizer)
+  trainer = Trainer(config, task, tf.distribute.get_strategy(),
+                    str(tmp_path / "trial"), seed=1, log_prefix="t")
+  trainer.build(task.load("dev").features)
+  trainer.init_encoder(runner.resolve_init_checkpoint(config))
+  top = {id(v) for v in trainer.model.encoder.transformer_layers[-1].weights}
+  kept = changed = 0
+  for mine, theirs in zip(trainer.model.encoder.weights, pretrained.weights):
+    same = np.array_equal(mine.numpy(), theirs.numpy())
+    if id(mine) in top:
+      changed += not same and "kernel" in mine.name
+    else:
+      assert same, mine.name
+      kept += 1
+  assert kept and changed
+
+
 def test_pretrained_architecture_mismatch_is_explained(tmp_path):
   _save_pretrained(tmp_path / "m", hidden_size=64, intermediate_size=128)
   config = ff.tiny_config(model_dir=tmp_path / "m", init_checkpoint=None)
