@@ -186,6 +186,14 @@ _PRETRAIN_FIELDS = dict(
                           "has no checkpoint yet. Weights it lacks (e.g. D's "
                           "head after a plain MLM) start fresh; the "
                           "optimizer and step start at 0."),
+    generator_checkpoint=Field(None, (str, type(None)), "A fixed "
+                               "generator (Fast-ELECTRA, Dong et al. 2024): "
+                               "a pre-training checkpoint (prefix or "
+                               "directory) whose generator starts G, which "
+                               "then is not trained (a learned sampling "
+                               "head still is). Needs untied_generator and "
+                               "untied_generator_embeddings; pair it with a "
+                               "decaying temperature."),
     shuffle_buffer=Field(10000, int, "Examples in the shuffle buffer.", min=1),
 )
 
@@ -375,6 +383,13 @@ class PretrainingConfig(_Config):
       raise ConfigError("untied_generator false shares the discriminator's "
                         "transformer, so generator_hidden_size and "
                         "generator_layers must be 1.0.")
+    if self.generator_checkpoint and not (
+        self.untied_generator and self.untied_generator_embeddings and
+        self.electra_objective):
+      raise ConfigError("generator_checkpoint fixes a generator of its own: "
+                        "it needs untied_generator true, "
+                        "untied_generator_embeddings true and "
+                        "electra_objective true.")
     heads, width = (self.generator_num_attention_heads,
                     self.generator_hparams["hidden_size"])
     if heads and width % heads:

@@ -86,6 +86,11 @@ def build_pretrainer(config):
       gen_encoder, config.embedding_size, config.vocab_size,
       gen_hparams["hidden_act"], gen_hparams["initializer_range"],
       tie_output_embeddings=not config.untied_mlm_output, name="generator")
+  if config.generator_checkpoint:
+    # A fixed generator (Fast-ELECTRA): its transformer, embeddings and MLM
+    # head keep the weights loaded from generator_checkpoint.
+    generator.encoder.trainable = False
+    generator.mlm_head.trainable = False
   return ElectraPretrainer(
       generator, discriminator, sampler, temperature=config.temperature,
       temperature_final=config.temperature_final,
@@ -100,6 +105,14 @@ def build_pretrainer(config):
       disc_importance_weight_clip=config.disc_importance_weight_clip,
       gen_weight=config.gen_weight, disc_weight=config.disc_weight,
       sampling_weight=config.sampling_weight)
+
+
+def fixed_generator_variables(model):
+  """The variables of `model.generator` a fixed generator keeps
+  (`generator_checkpoint`): its transformer with its own embeddings and its
+  MLM head, not a learned sampling head."""
+  return (model.generator.encoder.variables +
+          model.generator.mlm_head.variables)
 
 
 def generator_lr_multipliers(model, factor):

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from interop import loader as interop_loader
+from model import builders
 from model import checkpoints as checkpoints_lib
 from pretrain import data_stream
 from util.errors import UserError
@@ -48,12 +49,15 @@ class PretrainingCheckpoints(object):
     batch_size: the global batch (examples per step), to find the stream's
       offset in checkpoints that predate `examples_seen`.
     init_checkpoint: weights to start from when there is no checkpoint yet.
+    generator_checkpoint: a pre-training checkpoint whose generator starts
+      G when there is no checkpoint yet (a fixed generator, hparam
+      `generator_checkpoint`; `load_generator`).
     log: where messages go.
   """
 
   def __init__(self, model, optimizer, global_step, checkpoint_dir, is_chief,
                keep_max, stream_settings, batch_size, init_checkpoint=None,
-               log=print):
+               generator_checkpoint=None, log=print):
     self.model, self.optimizer, self.global_step = (model, optimizer,
                                                     global_step)
     self.checkpoint_dir = checkpoint_dir
@@ -64,6 +68,7 @@ class PretrainingCheckpoints(object):
     self._stream_settings = stream_settings
     self._batch_size = batch_size
     self._init_checkpoint = init_checkpoint
+    self._generator_checkpoint = generator_checkpoint
     self._log = log
     self._warm_started = False
     # Host-side bookkeeping, saved with each checkpoint: how many training
@@ -157,8 +162,12 @@ class PretrainingCheckpoints(object):
       self.data_stream.assign(self._stream_settings)
       self._log("Restored %s (step %d)" % (latest,
                                            int(self.global_step.numpy())))
-    elif self._init_checkpoint and not self._warm_started:
-      self.warm_start(self._init_checkpoint)
+    elif not self._warm_started:
+      if self._init_checkpoint:
+        self.warm_start(self._init_checkpoint)
+      if self._generator_checkpoint:
+        self.load_generator(self._generator_checkpoint)
+      self._warm_started = True
     return tf.train.CheckpointManager(
         checkpoint, self.save_dir,
         max_to_keep=self._keep_max if self.is_chief else 1)
@@ -199,6 +208,35 @@ class PretrainingCheckpoints(object):
         prefix, len(restored), len(restored) + len(fresh),
         "; fresh: " + ", ".join(fresh) if fresh else ""))
     return restored
+
+  def load_generator(self, path):
+    """Loads the generator of another pre-training run's checkpoint into
+    G (its transformer, embeddings and MLM head, the weights a fixed
+    generator keeps: `builders.fixed_generator_variables`); a learned
+    sampling head keeps its initialisation. UserError when the checkpoint
+    lacks any of them or has other shapes."""
+    prefix = checkpoints_lib.resolve_checkpoint(path)
+    generator = self.model.generator
+    fixed = builders.fixed_generator_variables(self.model)
+    # Only the fixed parts: a learned sampling head has no counterpart.
+    parts = tf.train.Checkpoint(encoder=generator.encoder,
+                                mlm_head=generator.mlm_head)
+    try:
+      status = tf.train.Checkpoint(model=tf.train.Checkpoint(
+          generator=parts)).restore(prefix)
+      status.assert_existing_objects_matched()
+    except (ValueError, tf.errors.InvalidArgumentError) as e:
+      raise UserError("cannot load the generator of %s (hparam "
+                      "'generator_checkpoint'): other shapes than this "
+                      "model's generator: %s" % (prefix,
+                                                 str(e).splitlines()[0]))
+    except AssertionError as e:
+      raise UserError("generator_checkpoint %s lacks weights of this "
+                      "model's generator (%s): give a checkpoint of a run "
+                      "with the same generator sizes." % (
+                          prefix, str(e).splitlines()[0][:300]))
+    self._log("Fixed generator from %s: %d weight tensors loaded, not "
+              "trained." % (prefix, len(fixed)))
 
   def _restore_model_weights(self, prefix):
     """Restores `model/...` of `prefix`; (names restored, names kept)."""

@@ -57,7 +57,8 @@ class PretrainingTrainer(object):
         self.model, self.optimizer, self.global_step, self.checkpoint_dir,
         self.is_chief, config.keep_checkpoint_max,
         data_stream.settings(config), config.train_batch_size,
-        init_checkpoint=config.init_checkpoint, log=log)
+        init_checkpoint=config.init_checkpoint,
+        generator_checkpoint=config.generator_checkpoint, log=log)
     self.train_flops = flops_lib.pretraining_step_flops(config)
     self._eval_step = None  # Built on the first evaluation, then reused.
 
