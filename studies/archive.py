@@ -2,7 +2,7 @@
 repository, so that a study outlives its work_dir.
 
 A study config's "archive" (a directory, relative to the repository: e.g.
-"docs/results_released/runs") makes the runner copy each run, as soon as
+"results/released_minilm/runs") makes the runner copy each run, as soon as
 it finishes, to `<archive>/<run>/` (`plan.file_name`): its files at their
 paths under the work_dir, and a run.json with the run's id and kind, its
 settings (its command line, the work_dir and the repository written as

@@ -21,7 +21,7 @@ from util.hparams import unknown_key_error
 
 _TOP_KEYS = ("name", "work_dir", "data", "start", "pretraining",
              "finetuning", "budget_hours", "description", "notes", "report",
-             "archive")
+             "results", "archive")
 _DATA_KEYS = ("corpus_dir", "corpus_texts", "corpus_exclude", "vocab_size",
               "max_seq_length", "heldout_fraction", "num_shards")
 _START_KEYS = ("name", "source")
@@ -79,7 +79,7 @@ def load_study(path):
   _check_finetuning_seeds(path, fine)
   _check_task_rows(path, study)
   _check_corpus_dir(path, study)
-  for key in ("notes", "report", "archive"):
+  for key in ("notes", "report", "results", "archive"):
     if key in study and not isinstance(study[key], str):
       raise UserError("%s: %s must be a path, got %r." % (path, key,
                                                          study[key]))

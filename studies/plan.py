@@ -33,7 +33,8 @@ downstream tasks:
     "budget_hours": 2.5,
     "notes": "study/cpu_default.md",        # markdown put into RESULTS.md
     "report": "docs/RESULTS.md",            # study.py's default --output
-    "archive": "docs/results_cpu/runs"      # optional: see below
+    "results": "results/cpu_default",       # figures, summary.json
+    "archive": "results/cpu_default/runs"   # optional: see below
   }
 
 A regime's `init_from` names a model of an earlier regime: the study
@@ -70,9 +71,14 @@ Every run is one `run_pretraining.py`, `export_model.py` or
 `run_finetuning.py` call, done when its results file exists (so a study
 resumes where it stopped).
 
-An `archive` (a directory in the repository) keeps the small result files
-of every finished run, so that a study outlives its work_dir: a session on
-a fresh machine restores them and runs only the rest (studies/archive.py).
+The report (`report`, a Markdown file, in docs/ for the studies of this
+repository) links its figures, which go with its summary.json to the
+directory `results` (relative to the repository; default
+`results/<name>`: `results_dir`), whatever report is written. An `archive`
+(a directory in the repository, e.g. `results/<name>/runs`) keeps the
+small result files of every finished run, so that a study outlives its
+work_dir: a session on a fresh machine restores them and runs only the
+rest (studies/archive.py).
 """
 
 import collections
@@ -88,6 +94,9 @@ from studies import released
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Regime keys that are the study's own, not run_pretraining.py hparams.
 _REGIME_KEYS = ("init_from", "corpus_task")
+# The repository's directory of study outputs (figures, summaries, archives),
+# one subdirectory a study; the reports that read them are in docs/.
+RESULTS = "results"
 # Random initialisation: a downstream row every pre-trained row is compared
 # with.
 RANDOM_INIT = "random_init"
@@ -136,6 +145,12 @@ def regime_data_dir(study, regime):
 
 def work_dir(study):
   return repo_path(study["work_dir"])
+
+
+def results_dir(study):
+  """Where the study's figures and summary.json go (absolute): its config's
+  "results", else results/<name>, relative to the repository."""
+  return repo_path(study.get("results", os.path.join(RESULTS, study["name"])))
 
 
 def data_dir(study):

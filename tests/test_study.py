@@ -3,6 +3,7 @@ seed, 20 steps from scratch and 10 continued from the exported scratch
 ELECTRA model on a fixture task's text, one fine-tuning epoch on a fixture;
 RESULTS.md, resume, --dry-run and bad configs."""
 
+import glob
 import json
 import os
 import socket
@@ -24,7 +25,8 @@ from util.errors import UserError
 def _config(tmp_path, **changes):
   with open(os.path.join(REPO, "study", "smoke.json")) as f:
     config = json.load(f)
-  config.update(work_dir=str(tmp_path / "work"), **changes)
+  config.update(work_dir=str(tmp_path / "work"),
+                results=str(tmp_path / "results" / config["name"]), **changes)
   path = tmp_path / "study.json"
   path.write_text(json.dumps(config))
   return str(path)
@@ -39,6 +41,30 @@ def smoke(tmp_path_factory):
   output = str(tmp / "docs" / "RESULTS.md")
   assert study_cli.main(["--config", config, "--output", output]) == 0
   return config, output, tmp
+
+
+def test_the_repository_studies_write_their_outputs_under_results():
+  """Each study of study/ writes its figures (and its archive) under
+  results/ and its report in docs/; without a "results" key a study's go to
+  results/<name>."""
+  assert plan_lib.results_dir({"name": "x"}) == os.path.join(
+      REPO, "results", "x")
+  assert plan_lib.results_dir({"name": "x", "results": "../y"}) == (
+      os.path.join(os.path.dirname(REPO), "y"))
+  configs = sorted(glob.glob(os.path.join(REPO, "study", "*.json")))
+  assert len(configs) >= 5
+  for path in configs:
+    with open(path) as f:
+      study = json.load(f)
+    results = os.path.relpath(plan_lib.results_dir(study), REPO)
+    assert results == os.path.join("results", os.path.basename(path)[:-5]) or (
+        "results" not in study and results == os.path.join(
+            "results", study["name"])), (path, results)
+    if "archive" in study:
+      archive = os.path.relpath(plan_lib.repo_path(study["archive"]), REPO)
+      assert archive.startswith(results + os.sep), (path, archive)
+      assert os.path.isdir(os.path.join(REPO, archive)), archive
+    assert report.default_output(study).startswith("docs" + os.sep), path
 
 
 def test_the_command_names_output_only_when_it_is_not_the_default(smoke):
@@ -71,10 +97,14 @@ def test_the_smoke_study_writes_results_with_every_run(smoke):
   assert "at most 1 at a time" in text  # One worker.
   # One seed: no separation can be claimed.
   assert "n/a (fewer than 2 runs)" in text
-  figures = tmp / "docs" / "results_smoke"
+  # The figures go to the config's results directory, linked from the
+  # report in docs/.
+  figures = tmp / "results" / "smoke"
   for name in ("gen_max_prob.png", "curves.png", "hardness.png"):
     assert (figures / name).stat().st_size > 1000, name
-    assert "results_smoke/" + name in text
+    assert "](../results/smoke/%s)" % name in text
+  assert (figures / "summary.json").exists()
+  assert not (tmp / "docs" / "results_smoke").exists()
   timings = json.loads((tmp / "work" / "timings.json").read_text())
   # 4 pre-trainings, 1 export, 5 fine-tunings.
   assert len(timings) == 10 and all(t > 0 for t in timings.values())

@@ -110,7 +110,7 @@ def _report(study, output):
   report.write_report(study, output)
   with open(output) as f:
     text = [line for line in f if not line.startswith("- written: ")]
-  with open(os.path.join(report.figures_dir(study, output),
+  with open(os.path.join(report.figures_dir(study),
                          "summary.json")) as f:
     return text, json.load(f)
 

@@ -69,6 +69,7 @@ def _study(folder, tmp_path, change=None):
   `change(config)` edits the config first."""
   config = dict(
       name="released_test", work_dir=str(tmp_path / "work"),
+      results=str(tmp_path / "results" / "released_test"),
       start=dict(name="released", source=folder),
       data=dict(max_seq_length=64, heldout_fraction=0.05, num_shards=2),
       pretraining=dict(
@@ -220,7 +221,7 @@ def test_the_report_compares_with_the_released_row(finished, capsys):
   for row in ("| released |", "| continued/electra |", "| random_init |",
               "| continued / electra |"):
     assert row in text, row
-  figures = tmp / "docs" / "results_released_test"
+  figures = tmp / "results" / "released_test"
   for name in ("gen_max_prob.png", "curves.png", "hardness.png"):
     assert (figures / name).stat().st_size > 1000, name
   summary = json.loads((figures / "summary.json").read_text())
@@ -334,5 +335,5 @@ def test_report_only_writes_the_report_of_what_finished(released_folder,
   text = open(output).read()
   assert "wall time of the 0 runs done (of 6)" in text
   assert not (tmp_path / "work" / "data" / "models").exists()  # Ran none.
-  summary = tmp_path / "docs" / "results_released_test" / "summary.json"
+  summary = tmp_path / "results" / "released_test" / "summary.json"
   assert json.loads(summary.read_text()) == []

@@ -1,9 +1,9 @@
 """Tasks described by a task.json (finetune/task_spec.py, custom_tasks.py).
 
 Fixtures: tests/fixtures/custom_tasks/finetuning_data/ holds the README's
-example (`reviews`, classification CSV), a JSONL sentence-pair task (`pairs`),
-a TSV regression (`scores`) and a tagging task (`entities`); other cases are
-written into temporary data dirs by the tests.
+(and docs/finetuning.md's) example (`reviews`, classification CSV), a JSONL
+sentence-pair task (`pairs`), a TSV regression (`scores`) and a tagging task
+(`entities`); other cases are written into temporary data dirs by the tests.
 """
 
 import csv
@@ -654,23 +654,34 @@ def test_binary_classification_defaults_to_accuracy(tmp_path, tokenizer):
 # ---- end to end --------------------------------------------------------------
 
 
-def _readme_example():
-  """The README's task.json example and its run_finetuning.py command."""
-  with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+# The task.json example is shown in the README (section "Your own task:
+# task.json", which finetune/task_spec.py's errors point to) and in the
+# fine-tuning guide.
+EXAMPLE_DOCS = ("README.md", os.path.join("docs", "finetuning.md"))
+
+
+def _readme_example(doc="README.md"):
+  """The task.json example of `doc` and its run_finetuning.py command."""
+  with open(os.path.join(REPO, doc), encoding="utf-8") as f:
     text = f.read()
-  section = text[text.index("### Your own task: task.json"):]
-  section = section[:section.index("\n### ", 1)]
+  heading = re.search(r"^#+ Your own task: task\.json\n", text, re.M)
+  assert heading, "%s has no section 'Your own task: task.json'" % doc
+  section = text[heading.end():]
+  following = re.search(r"^#+ ", section, re.M)
+  section = section[:following.start()] if following else section
   spec = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
   command = re.search(r"```bash\n(python run_finetuning\.py .*?)\n```",
                       section, re.S).group(1)
   return spec, re.sub(r"\\\n\s*", "", command)
 
 
-def test_readme_example_is_the_fixture():
-  spec, command = _readme_example()
+@pytest.mark.parametrize("doc", EXAMPLE_DOCS)
+def test_readme_example_is_the_fixture(doc):
+  spec, command = _readme_example(doc)
   with open(os.path.join(FIXTURE_TASKS, "reviews", "task.json")) as f:
     assert spec == json.load(f)
   assert shlex.split(command)[:2] == ["python", "run_finetuning.py"]
+  assert command == _readme_example()[1]
 
 
 def test_readme_example_command_runs(tmp_path, capsys):

@@ -75,7 +75,7 @@ def test_squad_answers_map_to_pieces_and_back(sentencepiece_model):
         example.orig_answer_text.split())
   # Logits pointing at the gold span decode to the words of the context
   # that hold the answer (with SentencePiece pieces, tf-models'
-  # get_final_text cannot trim them to the answer: README, SentencePiece).
+  # get_final_text cannot trim them to the answer: docs/sentencepiece.md).
   seq = data.features["input_ids"].shape[1]
   logits = {key: np.eye(seq)[positions] * 10.0 for key, positions in (
       ("start_logits", starts), ("end_logits", ends))}

@@ -50,8 +50,8 @@ CONFIGS = {
                              _QUICKSTART + ["--num-processes", "1"]),
     "corpus_quickstart_p2": ("data/corpus", LEARNED_VOCAB,
                              _QUICKSTART + ["--num-processes", "2"]),
-    # README "Building the pre-training data" (8 shards, blank lines end
-    # documents).
+    # docs/pretraining.md, "Building the pre-training data" (8 shards, blank
+    # lines end documents).
     "corpus_readme_p2": ("data/corpus", LEARNED_VOCAB,
                          ["--max-seq-length", "128", "--num-processes", "2",
                           "--heldout-fraction", "0.05"]),
