@@ -27,6 +27,8 @@ ls "$model"/checkpoints/ckpt-"$QUICKSTART_STEPS".index >/dev/null ||
   fail "no histogram PNG in $model/results"
 grep -q "^Eval at step $QUICKSTART_STEPS: .*disc_auc" "$log" ||
   fail "no final metrics line ('Eval at step $QUICKSTART_STEPS: ...') in the output"
+grep -q "^What it is good for: .*disc_auc_t1" "$log" ||
+  fail "no closing 'What it is good for:' line (from disc_auc_t1) in the output"
 grep -q "heldout" "$QUICKSTART_DIR/pretrain_tfrecords/manifest.json" ||
   fail "no manifest"
 if grep -q "failed call to cuInit\|Traceback" "$log"; then

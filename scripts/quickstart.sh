@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Quick start (README's first command): set up, build a vocabulary and
 # TFRecords from the corpus embedded in data/corpus, pre-train a small ELECTRA
-# with HP-Loss sampling and the focal MLM loss on the CPU, evaluate, and say
-# where the checkpoint, results and plot are. Re-running resumes or skips what
-# is done. QUICKSTART_DIR changes the working directory (default runs/quickstart);
+# with HP-Loss sampling, the focal MLM loss and a replacement curriculum
+# (temperature 3 decaying to 1) on the CPU, evaluate, and say what the model
+# is good for and where the checkpoint, results and plot are. Re-running
+# resumes or skips what is done. QUICKSTART_DIR changes the working directory (default runs/quickstart);
 # QUICKSTART_STEPS shortens the schedule (default 400 training steps; CI uses 60).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,12 +42,16 @@ h = json.load(open(sys.argv[1])); n = int(sys.argv[2])
 h.update(num_train_steps=n, num_warmup_steps=max(1, n // 10))
 print(json.dumps(h))' "$hparams" "$QUICKSTART_STEPS")"
 fi
-echo "== 3/3 Pre-training ELECTRA-HP (hp_loss sampling, focal gamma 1) and evaluating"
+echo "== 3/3 Pre-training ELECTRA-HP (hp_loss sampling, focal gamma 1, temperature 3 -> 1) and evaluating"
 "$py" run_pretraining.py --data-dir "$data" --model-name quickstart-hp \
   --hparams "$hparams"
 
 echo
 echo "Done in $(( $(date +%s) - start )) s."
+echo "What it is good for: $("$py" -c 'import json, sys
+from pretrain import eval_report
+print(eval_report.what_it_is_good_for(json.load(open(sys.argv[1]))))' \
+  "$data/models/quickstart-hp/results/pretrain_eval.json")"
 echo "  checkpoint: $data/models/quickstart-hp/checkpoints"
 echo "  metrics:    $data/models/quickstart-hp/results/pretrain_eval.txt"
 echo "  plot:       $data/models/quickstart-hp/results/gen_max_prob_histogram.png"

@@ -69,6 +69,15 @@ def test_format_results_table():
 def test_discriminator_warning_only_below_the_prior_auc():
   assert "disc_auc 0.550" in er.discriminator_warning({"disc_auc": 0.55})
   assert er.discriminator_warning({"disc_auc": 0.93}) is None
+  # An AUC on easy draws does not hide a D that ignores context.
+  warning = er.discriminator_warning({"disc_auc": 0.93, "disc_auc_t1": 0.61})
+  assert "disc_auc_t1 0.610 < 0.7" in warning
+  assert er.discriminator_warning({"disc_auc": 0.5,
+                                   "disc_auc_t1": 0.75}) is None
+  assert er.what_it_is_good_for({"disc_auc_t1": 0.61}).startswith("Note:")
+  assert "uses context" in er.what_it_is_good_for({"disc_auc_t1": 0.81})
+  assert "no discriminator" in er.what_it_is_good_for(
+      {"masked_lm_accuracy": 0.3})
   # A plain MLM has no discriminator; an undefined AUC gives no warning.
   assert er.discriminator_warning({"masked_lm_accuracy": 0.3}) is None
   assert er.discriminator_warning({"disc_auc": None}) is None
