@@ -58,6 +58,11 @@ def _histogram_lines(hist):
 # 2026-12-06): encoders at 0.52-0.54 fine-tuned 5-6 points below random
 # initialisation on SST-500, one at 0.67 drew level on full SST.
 CONTEXT_AUC = 0.7
+# Early in training G's temperature-1 draws are far rarer than the tokens
+# they replace (an untrained G is near uniform), and D spots them without
+# context: an AUC on such draws says nothing of context. Above this gap in
+# mean log10 frequency rank (a factor of about 1.8) it is not read as such.
+RARITY_GAP = 0.25
 
 
 def discriminator_warning(results):
@@ -87,6 +92,16 @@ def what_it_is_good_for(results):
   if not isinstance(results.get(key), float):
     return ("A masked-LM generator (masked_lm_accuracy %.3f); no "
             "discriminator to fine-tune." % results["masked_lm_accuracy"])
+  drawn = results.get("replacement_log10_rank_t1")
+  replaced = results.get("original_log10_rank_t1")
+  if (isinstance(drawn, float) and isinstance(replaced, float) and
+      drawn - replaced > RARITY_GAP):
+    return ("%s %.3f, but G is still so weak that its temperature-1 draws "
+            "are far rarer than the tokens they replace (mean log10 "
+            "frequency rank %.2f against %.2f): D can spot them without "
+            "context, so this AUC does not show that it uses context. "
+            "Train far longer before fine-tuning it." % (
+                key, results[key], drawn, replaced))
   return ("%s %.3f >= %.1f: the discriminator uses context; whether its "
           "encoder beats random initialisation downstream is for a "
           "fine-tuning run to show (study.py compares both)." % (

@@ -38,8 +38,13 @@ _FEATURE_KEYS = ("masked_lm_ids", "masked_lm_weights", "input_mask",
 # The estimator's pair (log space, docs/method.md §13.2), in HP modes.
 _ESTIMATOR_KEYS = ("est_log_disc_loss", "actual_log_disc_loss")
 # D on temperature-1 draws from p_G (suffix `_t1`).
-_T1_KEYS = ("disc_probs", "disc_labels", "disc_loss_per_token")
-_T1_METRICS = ("disc_auc", "disc_loss_replaced", "disc_loss_original")
+_T1_KEYS = ("disc_probs", "disc_labels", "disc_loss_per_token",
+            "sampled_tokens")
+_T1_METRICS = ("disc_auc", "disc_loss_replaced", "disc_loss_original",
+               "replacement_log10_rank", "original_log10_rank")
+# What the temperature-1 pass's accumulator also reads of the batch.
+_T1_FEATURES = ("input_mask", "input_ids", "masked_lm_ids",
+                "masked_lm_weights")
 
 
 def _disc_correct(out):
@@ -102,7 +107,7 @@ def split_t1(batch):
     return batch, None
   batch = dict(batch)
   t1_batch = {k: batch.pop(k + "_t1") for k in _T1_KEYS}
-  t1_batch["input_mask"] = batch["input_mask"]
+  t1_batch.update({k: batch[k] for k in _T1_FEATURES})
   return batch, t1_batch
 
 

@@ -76,6 +76,14 @@ def test_discriminator_warning_only_below_the_prior_auc():
                                    "disc_auc_t1": 0.75}) is None
   assert er.what_it_is_good_for({"disc_auc_t1": 0.61}).startswith("Note:")
   assert "uses context" in er.what_it_is_good_for({"disc_auc_t1": 0.81})
+  # A high AUC on draws far rarer than the originals is rarity, not context.
+  rare = er.what_it_is_good_for({"disc_auc_t1": 0.81,
+                                 "replacement_log10_rank_t1": 3.1,
+                                 "original_log10_rank_t1": 1.7})
+  assert "does not show that it uses context" in rare
+  assert "uses context;" in er.what_it_is_good_for(
+      {"disc_auc_t1": 0.81, "replacement_log10_rank_t1": 1.8,
+       "original_log10_rank_t1": 1.7})
   assert "no discriminator" in er.what_it_is_good_for(
       {"masked_lm_accuracy": 0.3})
   # A plain MLM has no discriminator; an undefined AUC gives no warning.

@@ -172,6 +172,7 @@ def test_other_draws_are_scored_once_more_on_temperature_1_draws(hparams):
   real = features["input_mask"].numpy() > 0
   assert results["disc_auc_t1"] == pytest.approx(rank_stats.exact_auc(
       plain["disc_probs"].numpy()[real], labels[real]))
+  assert isinstance(results["replacement_log10_rank_t1"], float)
   replaced = real & (labels > 0)
   assert results["disc_loss_replaced_t1"] == pytest.approx(
       plain["disc_loss_per_token"].numpy()[replaced].mean(), rel=1e-5)
