@@ -79,6 +79,7 @@ def test_hp_r_is_the_pearson_correlation_of_the_logs():
              sampled_tokens=tf.zeros((2, 5), tf.int32),
              disc_probs=tf.zeros((2, 4)), disc_labels=tf.zeros((2, 4),
                                                                tf.int32),
+             disc_loss_per_token=tf.zeros((2, 4)),
              est_log_disc_loss=tf.constant(est, tf.float32),
              actual_log_disc_loss=tf.constant(actual, tf.float32))
   features = dict(masked_lm_weights=tf.constant(weights),
@@ -90,3 +91,22 @@ def test_hp_r_is_the_pearson_correlation_of_the_logs():
   real = weights > 0
   expected = np.corrcoef(est[real], actual[real])[0, 1]
   assert abs(summary["hp_estimator_pearson"] - expected) < 1e-4
+
+
+def test_d_losses_on_replaced_and_original_tokens_are_apart():
+  out = dict(total_loss=tf.constant(1.0), mlm_loss=tf.constant(1.0),
+             disc_loss=tf.constant(1.0), sampling_loss=tf.constant(0.0),
+             masked_lm_preds=tf.zeros((1, 2), tf.int32),
+             sampled_tokens=tf.ones((1, 2), tf.int32),
+             disc_probs=tf.zeros((1, 4)),
+             disc_labels=tf.constant([[1, 0, 1, 0]], tf.int32),
+             disc_loss_per_token=tf.constant([[2.0, 0.5, 4.0, 9.0]]))
+  features = dict(masked_lm_weights=tf.ones((1, 2)),
+                  masked_lm_ids=tf.zeros((1, 2), tf.int32),
+                  input_mask=tf.constant([[1, 1, 1, 0]], tf.int32))
+  sums = step_statistics.step_statistics(out, features, learns_sampler=False)
+  summary = step_statistics.summarize_sums(
+      {k: v.numpy() for k, v in sums.items()}, num_steps=1)
+  # The padding token's 9.0 counts nowhere.
+  assert summary["disc_loss_replaced"] == 3.0
+  assert summary["disc_loss_original"] == 0.5
