@@ -42,11 +42,12 @@ def kill_after_checkpoint():
 def nan_from_step(first_bad_step):
   forward = ElectraPretrainer.forward
 
-  def poisoned_forward(self, features, training=None, step=0, sampler=None):
+  def poisoned_forward(self, features, training=None, step=0, sampler=None,
+                       temperature=None):
     """The MLM loss per position, and so the training loss, is NaN from
     `first_bad_step` on (the train step and `call` both run `forward`)."""
     out = forward(self, features, training=training, step=step,
-                  sampler=sampler)
+                  sampler=sampler, temperature=temperature)
     if training:
       bad = tf.cast(step, tf.int64) >= first_bad_step
       out = dict(out, mlm_focal_loss_per_pos=out["mlm_focal_loss_per_pos"] +
