@@ -89,8 +89,8 @@ def build_pretrainer(config):
   if config.generator_checkpoint:
     # A fixed generator (Fast-ELECTRA): its transformer, embeddings and MLM
     # head keep the weights loaded from generator_checkpoint.
-    generator.encoder.trainable = False
-    generator.mlm_head.trainable = False
+    for part in fixed_generator_parts(generator).values():
+      part.trainable = False
   return ElectraPretrainer(
       generator, discriminator, sampler, temperature=config.temperature,
       temperature_final=config.temperature_final,
@@ -107,12 +107,17 @@ def build_pretrainer(config):
       sampling_weight=config.sampling_weight)
 
 
-def fixed_generator_variables(model):
-  """The variables of `model.generator` a fixed generator keeps
+def fixed_generator_parts(generator):
+  """{attribute: layer} of the parts of `generator` a fixed generator keeps
   (`generator_checkpoint`): its transformer with its own embeddings and its
   MLM head, not a learned sampling head."""
-  return (model.generator.encoder.variables +
-          model.generator.mlm_head.variables)
+  return dict(encoder=generator.encoder, mlm_head=generator.mlm_head)
+
+
+def fixed_generator_variables(model):
+  """The variables of `fixed_generator_parts(model.generator)`."""
+  return [v for part in fixed_generator_parts(model.generator).values()
+          for v in part.variables]
 
 
 def generator_lr_multipliers(model, factor):

@@ -219,8 +219,7 @@ class PretrainingCheckpoints(object):
     generator = self.model.generator
     fixed = builders.fixed_generator_variables(self.model)
     # Only the fixed parts: a learned sampling head has no counterpart.
-    parts = tf.train.Checkpoint(encoder=generator.encoder,
-                                mlm_head=generator.mlm_head)
+    parts = tf.train.Checkpoint(**builders.fixed_generator_parts(generator))
     try:
       status = tf.train.Checkpoint(model=tf.train.Checkpoint(
           generator=parts)).restore(prefix)
