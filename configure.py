@@ -221,6 +221,11 @@ _FINETUNE_FIELDS = dict(
                             "pre-trained encoder's top layers before "
                             "fine-tuning (Zhang et al. 2021); 0 keeps "
                             "them all.", min=0),
+    shrink_to_fresh=Field(1.0, (float, int), "Fine-tune from keep * w + "
+                          "(1 - keep) * w_fresh for every encoder weight "
+                          "(Ash and Adams 2020's shrink and perturb, with a "
+                          "fresh encoder as the noise); 1 keeps the "
+                          "pre-trained start as it is.", min=0, max=1),
     classifier_pooling=Field("cls", str, "Sentence (pair) tasks: what the "
                              "head reads: \"cls\" (ELECTRA: the [CLS] "
                              "state) or \"mean\" (the mean over real "

@@ -126,6 +126,12 @@ class Trainer(object):
           self.model.encoder, n, self._encoder_inputs)
       self.log("re-initialised the top %d layer(s): %d weight tensors" % (
           n, replaced))
+    keep = self.config.shrink_to_fresh
+    if keep != 1.0:
+      changed = reinit.shrink_to_fresh(self.model.encoder, keep,
+                                       self._encoder_inputs)
+      self.log("moved %d weight tensors toward a fresh encoder (keep %g)" % (
+          changed, keep))
 
   def restore_finetuned(self):
     """Loads this trial's kept fine-tuned model (for do_train false)."""

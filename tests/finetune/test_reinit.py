@@ -54,3 +54,27 @@ def test_zero_layers_changes_nothing_and_too_many_is_a_user_error():
   with pytest.raises(UserError, match="reinit_top_layers is 3 but the "
                      "encoder has 2 layers"):
     reinit.reinitialise_top_layers(encoder, 3, _inputs())
+
+
+def test_shrink_to_fresh_mixes_every_weight_with_a_fresh_encoders():
+  encoder = _pretrained_encoder()
+  changed = reinit.shrink_to_fresh(encoder, 0.25, _inputs())
+  assert changed == len(encoder.weights) > 0
+  # What the fresh encoder gave each weight: (w - 0.25 * 0.5) / 0.75.
+  for variable in encoder.weights:
+    fresh = (variable.numpy() - 0.125) / 0.75
+    if "gamma" in variable.name:
+      np.testing.assert_allclose(fresh, 1.0, atol=1e-5)
+    elif "beta" in variable.name or "bias" in variable.name:
+      np.testing.assert_allclose(fresh, 0.0, atol=1e-5)
+    elif "kernel" in variable.name or "embeddings" in variable.name:
+      assert 0.005 < fresh.std() < 0.05, variable.name  # initializer 0.02.
+      assert abs(fresh.mean()) < 0.01, variable.name
+
+
+def test_shrink_to_fresh_keep_1_changes_nothing_and_out_of_range_fails():
+  encoder = _pretrained_encoder()
+  assert reinit.shrink_to_fresh(encoder, 1.0, _inputs()) == 0
+  assert all(np.all(v.numpy() == 0.5) for v in encoder.weights)
+  with pytest.raises(UserError, match="shrink_to_fresh is 1.5"):
+    reinit.shrink_to_fresh(encoder, 1.5, _inputs())
