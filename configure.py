@@ -95,6 +95,10 @@ _PRETRAIN_FIELDS = dict(
     num_train_steps=Field(1000000, int, "Total train steps.", min=1),
     num_eval_steps=Field(100, int, "Eval batches.", min=1),
     keep_checkpoint_max=Field(5, int, "Checkpoints kept.", min=1),
+    accept_new_data=Field(False, bool, "Resume on training shards other "
+                          "than the ones the checkpoint was trained on "
+                          "(rebuilt, added or removed); the data stream "
+                          "restarts at the same example offset."),
     eval_every=Field(0, int, "Evaluate every this many steps (0: only at "
                      "the end with do_eval).", min=0),
     untied_generator_embeddings=Field(False, bool, "Give G its own "
@@ -312,6 +316,9 @@ class PretrainingConfig(_Config):
   """Hyperparameters of pre-training; defaults are ELECTRA-Small's."""
 
   FIELDS = PRETRAIN_FIELDS
+  # The identity of the training shards, set when they are checked
+  # (pretrain/shards.py `shard_set`); config.json records it.
+  train_shards = None
 
   def _presets(self, kwargs):
     size = kwargs.get("model_size", "small")
@@ -397,8 +404,11 @@ class PretrainingConfig(_Config):
                         "generator_num_attention_heads %d." % (width, heads))
 
   def _derived_dict(self):
-    return dict(super(PretrainingConfig, self)._derived_dict(),
-                generator_hparams=self.generator_hparams)
+    derived = dict(super(PretrainingConfig, self)._derived_dict(),
+                   generator_hparams=self.generator_hparams)
+    if self.train_shards:
+      derived["train_shards"] = self.train_shards
+    return derived
 
 
 class FinetuningConfig(_Config):

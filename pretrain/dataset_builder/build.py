@@ -24,7 +24,9 @@ from util import io_utils
 from util.errors import UserError
 
 _RESULT_COUNTS = ("train_tokens", "heldout_tokens", "corpus_tokens",
-                  "documents", "positions")
+                  "documents", "positions", "unk_tokens")
+# The share of the written tokens that may be [UNK] (--max-unk-fraction).
+MAX_UNK_FRACTION = 0.5
 
 
 def cpu_seconds():
@@ -62,6 +64,11 @@ class Tally(object):
     per_file: relpath -> stats (path, bytes, documents, tokens, chunks) of
       each file read, in corpus order.
   """
+
+  # The refusal of a vocabulary that leaves most tokens [UNK]
+  # (build_dataset sets both).
+  max_unk_fraction = MAX_UNK_FRACTION
+  vocabulary = None
 
   def __init__(self, files, skipped, progress_stream=None):
     self.num_files = len(files)
@@ -133,6 +140,23 @@ def _check_written(tally, corpus_dir, heldout_fraction):
     raise UserError(
         "every document went to the held-out set (--heldout-fraction %g); "
         "lower it or add text." % heldout_fraction)
+  _check_unknown_tokens(tally)
+
+
+def _check_unknown_tokens(tally):
+  """UserError when more than `tally.max_unk_fraction` of the tokens
+  written are [UNK]: the vocabulary does not cover this corpus (a model
+  would learn to predict [UNK])."""
+  written = tally.totals["train_tokens"] + tally.totals["heldout_tokens"]
+  unk = tally.totals["unk_tokens"]
+  if written and unk / written > tally.max_unk_fraction:
+    raise UserError(
+        "%.1f%% of the %d tokens written are [UNK] (more than "
+        "--max-unk-fraction %g): the vocabulary %s does not cover this "
+        "corpus. Learn one from it with build_vocab.py, or raise "
+        "--max-unk-fraction to build anyway; nothing was written." % (
+            100.0 * unk / written, written, tally.max_unk_fraction,
+            tally.vocabulary or "given"))
 
 
 def _hold_out_examples(train, heldout, tally, heldout_fraction, output_dir,
@@ -202,7 +226,7 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
                   num_processes=1, num_shards=8, blanks_separate_docs=True,
                   heldout_fraction=0.0, seed=1234, overwrite=False,
                   settings=None, progress_stream=None, start_time=None,
-                  start_cpu=None):
+                  start_cpu=None, max_unk_fraction=MAX_UNK_FRACTION):
   """Builds the shards and manifest.json; returns the manifest (a dict).
 
   Args:
@@ -217,6 +241,8 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
     start_time, start_cpu: time.time() and cpu_seconds() when the build began
       (default now), for the timings; the CLI passes them from before it
       built the tokenizer.
+    max_unk_fraction: the build is refused (nothing written) when a larger
+      share of the tokens written are [UNK].
   """
   start = start_time or time.time()
   start_cpu = cpu_seconds() if start_cpu is None else start_cpu
@@ -229,6 +255,9 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
   builder = ExampleBuilder(tokenizer, max_seq_length, blanks_separate_docs,
                            heldout_fraction, seed)
   tally = Tally(files, skipped, progress_stream)
+  tally.max_unk_fraction = max_unk_fraction
+  tally.vocabulary = (settings or {}).get("sentencepiece_model") or (
+      settings or {}).get("vocab_file")
   setup_seconds = time.time() - start
   train, heldout, heldout_unit = _write_shards(
       builder, tally, corpus_dir, output_dir, created, num_shards,

@@ -37,6 +37,26 @@ def remove_old_outputs(output_dir):
       io_utils.remove(posixpath.join(output_dir, name))
 
 
+def _files_summary(tally):
+  """The manifest's "files": counts, and the files read and skipped."""
+  return {
+      "total": tally.num_files + tally.num_listed_skipped,
+      "read": len(tally.per_file),
+      "skipped": len(tally.skipped),
+      "read_files": list(tally.per_file.values()),
+      "skipped_files": [{"path": p, "reason": r} for p, r in tally.skipped],
+  }
+
+
+def _shard_bytes(output_dir, *writers):
+  """{name: size in bytes} of every committed shard: pre-training compares
+  them with the files it finds (pretrain/shards.py), so shards rebuilt,
+  deleted or mixed in from another build are named before a run reads
+  them."""
+  return {name: io_utils.file_size(posixpath.join(output_dir, name))
+          for w in writers if w for name in w.names}
+
+
 def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
                    heldout, heldout_unit):
   """Writes manifest.json (atomically) and returns it.
@@ -64,19 +84,15 @@ def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
                          "heldout": totals["heldout_tokens"],
                          "total": written},
       "corpus_tokens": totals["corpus_tokens"],
-      "coverage": written / totals["corpus_tokens"],
+      # Share of the corpus tokens written as themselves: [UNK] does not
+      # count (a vocabulary that maps most tokens to it covers little).
+      "coverage": (written - totals["unk_tokens"]) / totals["corpus_tokens"],
+      "unk_tokens": totals["unk_tokens"],
       # Share of the example positions holding tokens (not padding).
       "fill": totals["positions"] / (num_examples *
                                      settings["max_seq_length"]),
       "documents": totals["documents"],
-      "files": {
-          "total": tally.num_files + tally.num_listed_skipped,
-          "read": len(tally.per_file),
-          "skipped": len(tally.skipped),
-          "read_files": list(tally.per_file.values()),
-          "skipped_files": [{"path": p, "reason": r}
-                            for p, r in tally.skipped],
-      },
+      "files": _files_summary(tally),
       "bytes_read": total_bytes,
       "settings": dict(settings, vocab_size=tokenizer.vocab_size),
       "format": {"features": list(FEATURES), "dtype": "int64",
@@ -89,6 +105,7 @@ def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
       "mb_per_second": round(total_bytes / 1e6 / max(elapsed, 1e-9), 2),
       "shards": {"train": train.summary(),
                  "heldout": heldout.summary() if heldout else []},
+      "shard_bytes": _shard_bytes(output_dir, train, heldout),
       # "document": whole documents drawn with the fraction; "example": the
       # draw picked no document, so the last examples were held out.
       "heldout_unit": heldout_unit,
