@@ -263,6 +263,19 @@ FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.",
                                      min=1)
 
 
+def check_model_name(name):
+  """ConfigError unless --model-name is one path component (its directory
+  is <data-dir>/models/<name>): not empty, no "/" or "\\", not "." or
+  ".."."""
+  if (not name or name.strip() != name or name in (".", "..") or
+      "/" in name or "\\" in name or "\0" in name):
+    raise ConfigError(
+        "--model-name %r must be one directory name under <data-dir>/models "
+        "(not empty, no path separators, not '.' or '..'); give e.g. "
+        "--model-name my_model, or hparam 'model_dir' for a directory "
+        "elsewhere." % name)
+
+
 class _Config(HParams):
   """The model and path fields shared by pre-training and fine-tuning.
 
@@ -277,6 +290,8 @@ class _Config(HParams):
   mixed_precision_auto = None
 
   def _derive(self):
+    if not self.model_dir:
+      check_model_name(self.model_name)
     self.vocab_file = vocab_layout.config_vocabulary(self.data_dir,
                                                      self.vocab_file)
     self.model_dir = self.model_dir or os.path.join(self.data_dir, "models",

@@ -141,8 +141,11 @@ def sentencepiece_model_of(flag, config):
 
 def _check_flags(args):
   """Refuses combinations of flags that do not go together."""
-  if args.checkpoint is None and not (args.data_dir and args.model_name):
+  if args.checkpoint is None and not (args.data_dir and
+                                     args.model_name is not None):
     raise UserError("give --data-dir and --model-name, or --checkpoint.")
+  if args.checkpoint is None:
+    configure.check_model_name(args.model_name)
   if args.task and (args.format != "saved_model" or args.checkpoint):
     raise UserError("--task exports a fine-tuned model of --data-dir/"
                     "--model-name as a SavedModel (--format saved_model); "

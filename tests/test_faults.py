@@ -519,3 +519,43 @@ def test_hparams_that_used_to_end_in_a_traceback(data_dir, tmp_path, case):
                   "--model-name", "huge", "--hparams", hparams)
   assert_refused(code, err, fragment)
   assert not (data_dir / "models" / "huge").exists()
+
+
+@pytest.mark.parametrize("tf_config,strategy,fragment", [
+    ("[]", "default", "TF_CONFIG must be a JSON object"),
+    ('{"cluster": {"worker": ["localhost:1", "localhost:2"]}, '
+     '"task": {"type": "worker", "index": 5}}', "multi_worker_mirrored",
+     "TF_CONFIG's task index 5 is not one of the 2 worker tasks"),
+], ids=["list", "index-beyond-workers"])
+def test_a_tf_config_that_names_no_task_of_its_cluster(
+    data_dir, tf_config, strategy, fragment):
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  data = pretrain_fixtures.make_data_dir(data_dir.parent / ("tf_" + strategy),
+                                         heldout=False)
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
+                 strategy=strategy)
+  proc = subprocess.run(
+      [sys.executable, "run_pretraining.py", "--data-dir", data,
+       "--model-name", "m", "--hparams", json.dumps(hparams)],
+      cwd=paths.REPO, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
+               TF_CONFIG=tf_config))
+  assert_refused(proc.returncode, proc.stderr, fragment)
+  assert not os.path.exists(os.path.join(data, "models", "m"))
+
+
+@pytest.mark.parametrize("script,name", [
+    ("run_pretraining.py", "../../escape"), ("run_pretraining.py", ""),
+    ("run_finetuning.py", "../../escape"), ("export_model.py", "a/b"),
+    ("export_model.py", "..")])
+def test_a_model_name_that_is_not_one_directory(data_dir, script, name):
+  argv = ["--data-dir", str(data_dir), "--model-name", name]
+  if script == "export_model.py":
+    argv += ["--format", "hf", "--output", str(data_dir / "export_name")]
+  elif script == "run_finetuning.py":
+    argv += ["--hparams", json.dumps({"task_names": ["sst"]})]
+  code, err = run(script, *argv)
+  assert_refused(code, err, "--model-name %r must be one directory name" %
+                 name)
+  assert not (data_dir.parent / "escape").exists()
+  assert not (data_dir / "models" / ".lock").exists()
