@@ -112,14 +112,16 @@ def main(argv=None):
   output_dir.check_output(args.output, args.overwrite)
   model = builders.build_pretrainer_with_variables(config)
   loader.load_into(model, source, log=print)
-  if args.format == "hf":
-    hf.export_hf(model, config, args.output,
-                 sentencepiece_model=sentencepiece_model)
-  elif args.format == "tf1":
-    tf1.export_tf1(model, config, args.output)
-  else:
-    saved_model.export_saved_model(
-        model, config, args.output, sentencepiece_model=sentencepiece_model)
+  with output_dir.staged(args.output) as (target, log):
+    if args.format == "hf":
+      hf.export_hf(model, config, target, log=log,
+                   sentencepiece_model=sentencepiece_model)
+    elif args.format == "tf1":
+      tf1.export_tf1(model, config, target, log=log)
+    else:
+      saved_model.export_saved_model(
+          model, config, target, sentencepiece_model=sentencepiece_model,
+          log=log)
   return 0
 
 
@@ -193,7 +195,8 @@ def _export_finetuned(args, user):
   model, task, config = finetuned_model.load_finetuned(
       model_dir, args.data_dir, args.task, args.trial)
   output_dir.check_output(args.output, args.overwrite)
-  saved_model.export_task_saved_model(model, task, config, args.output)
+  with output_dir.staged(args.output) as (target, log):
+    saved_model.export_task_saved_model(model, task, config, target, log=log)
   return 0
 
 

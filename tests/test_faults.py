@@ -388,6 +388,7 @@ def test_a_vocabulary_that_leaves_most_tokens_unknown(tmp_path):
 # model that used them. ---
 
 FIXTURE_CORPUS = os.path.join(paths.FIXTURES, "pretraining_dataset")
+FIXTURE_VOCAB = os.path.join(paths.FIXTURES, "tokenization", "vocab.txt")
 
 
 def _build_shards(data, *flags):
@@ -559,3 +560,46 @@ def test_a_model_name_that_is_not_one_directory(data_dir, script, name):
                  name)
   assert not (data_dir.parent / "escape").exists()
   assert not (data_dir / "models" / ".lock").exists()
+
+
+def _live_process():
+  return subprocess.Popen([sys.executable, "-c",
+                           "import time; time.sleep(120)"])
+
+
+def test_two_builders_on_one_output(tmp_path):
+  """A builder holds its output (the dataset builder: the folder's .lock;
+  build_vocab.py: .<name>.lock beside the file): a second one exits 2
+  naming the first's pid, and leaves its files alone."""
+  out = tmp_path / "records"
+  out.mkdir()
+  vocab_out = tmp_path / "vocab.txt"
+  holder = _live_process()
+  try:
+    host = socket.gethostname()
+    (out / ".lock").write_text("%d %s" % (holder.pid, host))
+    (out / (".tmp-%d-pretrain_data.tfrecord-00000" % holder.pid)).write_text(
+        "being written")
+    code, err = run("build_pretraining_dataset.py", "--corpus-dir",
+                    FIXTURE_CORPUS, "--vocab-file", FIXTURE_VOCAB,
+                    "--output-dir", str(out), "--max-seq-length", "32")
+    assert_refused(code, err, "output directory %s is in use by another run "
+                   "(pid %d on host %s" % (out, holder.pid, host))
+    assert sorted(os.listdir(out)) == [
+        ".lock", ".tmp-%d-pretrain_data.tfrecord-00000" % holder.pid]
+    (tmp_path / ".vocab.txt.lock").write_text("%d %s" % (holder.pid, host))
+    code, err = run("build_vocab.py", "--corpus-dir", FIXTURE_CORPUS,
+                    "--output", str(vocab_out), "--vocab-size", "200")
+    assert_refused(code, err, "is in use by another run (pid %d" % holder.pid)
+    assert not vocab_out.exists()
+  finally:
+    holder.kill()
+    holder.wait()
+  # The holder is gone: its temporary file is a killed build's, removed
+  # with a note; the build goes on.
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir",
+                  FIXTURE_CORPUS, "--vocab-file", FIXTURE_VOCAB,
+                  "--output-dir", str(out), "--max-seq-length", "32")
+  assert code == 0, err[-3000:]
+  assert "note: removed 1 temporary file(s)" in err
+  assert not [n for n in os.listdir(out) if n.startswith(".")]

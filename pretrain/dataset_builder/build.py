@@ -20,7 +20,6 @@ from pretrain.dataset_builder.progress import Progress
 from pretrain.tfrecord_shards import ShardWriter
 from pretrain.tfrecord_shards import hold_out_tail
 from util import corpus as corpus_lib
-from util import io_utils
 from util.errors import UserError
 
 _RESULT_COUNTS = ("train_tokens", "heldout_tokens", "corpus_tokens",
@@ -181,13 +180,14 @@ def _hold_out_examples(train, heldout, tally, heldout_fraction, output_dir,
   return train, "example"
 
 
-def _write_shards(builder, tally, corpus_dir, output_dir, created, num_shards,
+def _write_shards(builder, tally, corpus_dir, output_dir, num_shards,
                   num_processes, heldout_fraction, progress_stream):
   """Writes and commits the train (and held-out) shards of all documents.
 
-  On any error the shards written so far are discarded, and an output
-  directory the build `created` is removed if left empty. Returns (train
-  writer, held-out writer or None, held-out unit).
+  On any error the shards written so far are discarded (an output
+  directory the build created and left empty is removed by
+  `output.locked_output_dir`). Returns (train writer, held-out writer or
+  None, held-out unit).
   """
   train = heldout = None
   try:
@@ -215,9 +215,6 @@ def _write_shards(builder, tally, corpus_dir, output_dir, created, num_shards,
     for w in (train, heldout):
       if w is not None:
         w.discard()
-    if (created and io_utils.is_dir(output_dir) and
-        not io_utils.listdir(output_dir)):
-      io_utils.remove_tree(output_dir)
     raise
   return train, heldout, heldout_unit
 
@@ -250,8 +247,25 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
   files, skipped = corpus_lib.list_corpus_files(corpus_dir)
   for relpath, reason in skipped:
     corpus_lib.warn_skipped(relpath, reason)
-  created = not io_utils.exists(output_dir)
-  output.prepare_output_dir(output_dir, overwrite)
+  with output.locked_output_dir(output_dir, progress_stream):
+    output.prepare_output_dir(output_dir, overwrite)
+    return _build_locked(
+        corpus_dir, output_dir, tokenizer, files, skipped, start, start_cpu,
+        dict(max_seq_length=max_seq_length, num_processes=num_processes,
+             num_shards=num_shards, blanks_separate_docs=blanks_separate_docs,
+             heldout_fraction=heldout_fraction, seed=seed),
+        settings, progress_stream, max_unk_fraction)
+
+
+def _build_locked(corpus_dir, output_dir, tokenizer, files, skipped, start,
+                  start_cpu, flags, settings, progress_stream,
+                  max_unk_fraction):
+  """build_dataset's work once it holds the output directory; `flags`: the
+  command-line settings (max_seq_length, ..., seed) by name."""
+  max_seq_length, num_processes, num_shards = (
+      flags["max_seq_length"], flags["num_processes"], flags["num_shards"])
+  blanks_separate_docs, heldout_fraction, seed = (
+      flags["blanks_separate_docs"], flags["heldout_fraction"], flags["seed"])
   builder = ExampleBuilder(tokenizer, max_seq_length, blanks_separate_docs,
                            heldout_fraction, seed)
   tally = Tally(files, skipped, progress_stream)
@@ -260,16 +274,13 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
       settings or {}).get("vocab_file")
   setup_seconds = time.time() - start
   train, heldout, heldout_unit = _write_shards(
-      builder, tally, corpus_dir, output_dir, created, num_shards,
-      num_processes, heldout_fraction, progress_stream)
+      builder, tally, corpus_dir, output_dir, num_shards, num_processes,
+      heldout_fraction, progress_stream)
 
   timings = {"elapsed_seconds": time.time() - start,
              "cpu_seconds": cpu_seconds() - start_cpu,
              "setup_seconds": setup_seconds}
-  all_settings = dict(
-      settings or {}, corpus_dir=corpus_dir, output_dir=output_dir,
-      max_seq_length=max_seq_length, num_processes=num_processes,
-      num_shards=num_shards, blanks_separate_docs=blanks_separate_docs,
-      heldout_fraction=heldout_fraction, seed=seed)
+  all_settings = dict(settings or {}, corpus_dir=corpus_dir,
+                      output_dir=output_dir, **flags)
   return output.write_manifest(output_dir, tally, all_settings, tokenizer,
                                timings, train, heldout, heldout_unit)

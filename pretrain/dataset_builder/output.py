@@ -1,24 +1,68 @@
 """The builder's output directory: its file names, its checks, manifest.json."""
 
+import contextlib
 import posixpath
+import sys
 
 from pretrain.dataset_builder.tfrecord_encoding import FEATURES
 from util import io_utils
+from util import run_lock
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
 TRAIN_PREFIX = "pretrain_data.tfrecord"
 HELDOUT_PREFIX = "heldout_data.tfrecord"
 MANIFEST = "manifest.json"
+# Every temporary file of a build starts so (ShardWriter's, the manifest's).
+TMP_PREFIX = ".tmp-"
+
+
+@contextlib.contextmanager
+def locked_output_dir(output_dir, stream=None):
+  """Creates `output_dir` and holds its lock inside the `with` block: a
+  second builder on it exits 2 naming this one's pid. Temporary files left
+  by a killed build are removed, with a note; a directory this build
+  created is removed again when it fails with nothing in it."""
+  created = not io_utils.exists(output_dir)
+  io_utils.output_entries(output_dir, "--output-dir")  # Not a file.
+  io_utils.check_writable(output_dir, "choose another --output-dir, or fix "
+                          "its permissions")
+  try:
+    with run_lock.locked(output_dir, what="output directory",
+                         fix="choose another --output-dir"):
+      _remove_leftovers(output_dir, stream)
+      yield
+  except BaseException:
+    if (created and io_utils.is_dir(output_dir) and
+        not io_utils.listdir(output_dir)):
+      io_utils.remove_tree(output_dir)
+    raise
+
+
+def _remove_leftovers(output_dir, stream):
+  """Deletes the `.tmp-*` files of a build that was killed (under the
+  lock, no live build owns them), saying so."""
+  leftovers = [n for n in io_utils.listdir(output_dir)
+               if n.startswith(TMP_PREFIX)]
+  for name in leftovers:
+    io_utils.remove(posixpath.join(output_dir, name))
+  if leftovers:
+    print("note: removed %d temporary file(s) (e.g. %s) that an earlier "
+          "build of %s left when it was killed or failed; it wrote no "
+          "shards." % (len(leftovers), leftovers[0], output_dir),
+          file=stream or sys.stderr, flush=True)
 
 
 def prepare_output_dir(output_dir, overwrite):
   """Refuses a non-empty output directory unless --overwrite; creates it.
+  Call it holding the lock (`locked_output_dir`).
 
   Returns:
-    the sorted names already in output_dir (empty when it was created).
+    the sorted names already in output_dir (empty when it was created),
+    the lock file left out.
   """
-  existing = io_utils.output_entries(output_dir, "--output-dir")
+  existing = [n for n in io_utils.output_entries(output_dir, "--output-dir")
+              if n != run_lock.LOCK_NAME]
   if existing and not overwrite:
     raise UserError(
         "output directory %s is not empty (%d entries, e.g. %s); pass "
