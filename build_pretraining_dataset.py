@@ -8,8 +8,9 @@ build_pretraining_dataset.py. What differs from the original:
     full and truncates the overflow, which loses most of a corpus whose lines
     are long (a speech or a chapter per line). Here long lines are split into
     sentences, and the sentence that overflows an example continues in the
-    next one. The manifest reports the coverage (tokens written / corpus
-    tokens).
+    next one. The manifest reports the coverage (tokens written as
+    themselves / corpus tokens: [UNK] does not count); a build where more
+    than --max-unk-fraction of the tokens are [UNK] is refused.
   * Segments stay in text order: once a sentence went to segment B, the rest
     follow it (the original could move a short later sentence into A).
   * The output is the same for a seed whatever --num-processes is: files are
@@ -38,6 +39,7 @@ tensorflow_startup()
 from model import tokenization
 from pretrain.dataset_builder.build import build_dataset
 from pretrain.dataset_builder.build import cpu_seconds
+from pretrain.dataset_builder.build import MAX_UNK_FRACTION
 from util.cli import run_main
 from util.errors import UserError
 from util import vocab_fingerprint
@@ -70,8 +72,10 @@ def parse_args(argv=None):
                       help="Whether a blank line ends a document (default "
                       "yes); with --no-blanks-separate-docs a file is one "
                       "document and examples run across paragraphs.")
-  parser.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction,
-                      default=True, help="Lower-case the text (default yes).")
+  # --lower-case / --no-lower-case: build_vocab.py's spelling, also accepted.
+  parser.add_argument("--do-lower-case", "--lower-case",
+                      action=argparse.BooleanOptionalAction, default=True,
+                      help="Lower-case the text (default yes).")
   parser.add_argument("--strip-accents", action=argparse.BooleanOptionalAction,
                       default=None, help="Strip accents (default: same as "
                       "--do-lower-case, like BERT).")
@@ -80,6 +84,11 @@ def parse_args(argv=None):
                       "heldout_data.tfrecord-* for evaluation (default 0).")
   parser.add_argument("--seed", type=int, default=1234,
                       help="Seed of the packing and held-out choices.")
+  parser.add_argument("--max-unk-fraction", type=float,
+                      default=MAX_UNK_FRACTION,
+                      help="Refuse the build when a larger share of the "
+                      "tokens written are [UNK] (default %(default)s): the "
+                      "vocabulary does not cover the corpus.")
   parser.add_argument("--overwrite", action="store_true",
                       help="Replace the shards and manifest of a non-empty "
                       "--output-dir.")
@@ -113,10 +122,10 @@ def main(argv=None):
       blanks_separate_docs=args.blanks_separate_docs,
       heldout_fraction=args.heldout_fraction, seed=args.seed,
       overwrite=args.overwrite, settings=settings, start_time=start,
-      start_cpu=start_cpu)
+      start_cpu=start_cpu, max_unk_fraction=args.max_unk_fraction)
   print("wrote %d training and %d held-out examples to %s: %d of %d corpus "
-        "tokens (coverage %.2f%%), %d files read, %d skipped, %.1f s, "
-        "%.1f MB/s" % (
+        "tokens (coverage %.2f%%, [UNK] not counted), %d files read, %d "
+        "skipped, %.1f s, %.1f MB/s" % (
             manifest["examples"]["train"], manifest["examples"]["heldout"],
             args.output_dir, manifest["tokens_written"]["total"],
             manifest["corpus_tokens"], 100 * manifest["coverage"],

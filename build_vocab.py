@@ -27,6 +27,7 @@ from model.tokenization import SPECIAL_TOKENS
 from pretrain.dataset_builder import sentencepiece_vocab as spv
 from pretrain.dataset_builder.vocabulary import build_vocab
 from util import io_utils
+from util import run_lock
 from util import vocab_layout
 from util.cli import run_main
 from util.errors import UserError
@@ -122,6 +123,16 @@ def main(argv=None):
   args = parse_args(argv)
   _check_options(args)
   check_output(args.output, args.overwrite)
+  # Two builders of one --output: the second stops at once, naming the first.
+  directory = os.path.dirname(os.path.abspath(args.output))
+  with run_lock.locked(directory, what="--output %s in" % args.output,
+                       fix="choose another --output",
+                       name=".%s.lock" % os.path.basename(args.output)):
+    return _build(args)
+
+
+def _build(args):
+  """Learns the vocabulary of `args` and writes it (holding its lock)."""
   start = time.time()
   reserved = list(SPECIAL_TOKENS) + [
       t for t in args.reserved_tokens.split(",") if t]

@@ -95,6 +95,10 @@ _PRETRAIN_FIELDS = dict(
     num_train_steps=Field(1000000, int, "Total train steps.", min=1),
     num_eval_steps=Field(100, int, "Eval batches.", min=1),
     keep_checkpoint_max=Field(5, int, "Checkpoints kept.", min=1),
+    accept_new_data=Field(False, bool, "Resume on training shards other "
+                          "than the ones the checkpoint was trained on "
+                          "(rebuilt, added or removed); the data stream "
+                          "restarts at the same example offset."),
     eval_every=Field(0, int, "Evaluate every this many steps (0: only at "
                      "the end with do_eval).", min=0),
     untied_generator_embeddings=Field(False, bool, "Give G its own "
@@ -264,6 +268,19 @@ FINETUNE_FIELDS["log_every"] = Field(50, int, "Steps between progress lines.",
                                      min=1)
 
 
+def check_model_name(name):
+  """ConfigError unless --model-name is one path component (its directory
+  is <data-dir>/models/<name>): not empty, no "/" or "\\", not "." or
+  ".."."""
+  if (not name or name.strip() != name or name in (".", "..") or
+      "/" in name or "\\" in name or "\0" in name):
+    raise ConfigError(
+        "--model-name %r must be one directory name under <data-dir>/models "
+        "(not empty, no path separators, not '.' or '..'); give e.g. "
+        "--model-name my_model, or hparam 'model_dir' for a directory "
+        "elsewhere." % name)
+
+
 class _Config(HParams):
   """The model and path fields shared by pre-training and fine-tuning.
 
@@ -278,6 +295,8 @@ class _Config(HParams):
   mixed_precision_auto = None
 
   def _derive(self):
+    if not self.model_dir:
+      check_model_name(self.model_name)
     self.vocab_file = vocab_layout.config_vocabulary(self.data_dir,
                                                      self.vocab_file)
     self.model_dir = self.model_dir or os.path.join(self.data_dir, "models",
@@ -317,6 +336,9 @@ class PretrainingConfig(_Config):
   """Hyperparameters of pre-training; defaults are ELECTRA-Small's."""
 
   FIELDS = PRETRAIN_FIELDS
+  # The identity of the training shards, set when they are checked
+  # (pretrain/shards.py `shard_set`); config.json records it.
+  train_shards = None
 
   def _presets(self, kwargs):
     size = kwargs.get("model_size", "small")
@@ -402,8 +424,11 @@ class PretrainingConfig(_Config):
                         "generator_num_attention_heads %d." % (width, heads))
 
   def _derived_dict(self):
-    return dict(super(PretrainingConfig, self)._derived_dict(),
-                generator_hparams=self.generator_hparams)
+    derived = dict(super(PretrainingConfig, self)._derived_dict(),
+                   generator_hparams=self.generator_hparams)
+    if self.train_shards:
+      derived["train_shards"] = self.train_shards
+    return derived
 
 
 class FinetuningConfig(_Config):

@@ -112,14 +112,16 @@ def main(argv=None):
   output_dir.check_output(args.output, args.overwrite)
   model = builders.build_pretrainer_with_variables(config)
   loader.load_into(model, source, log=print)
-  if args.format == "hf":
-    hf.export_hf(model, config, args.output,
-                 sentencepiece_model=sentencepiece_model)
-  elif args.format == "tf1":
-    tf1.export_tf1(model, config, args.output)
-  else:
-    saved_model.export_saved_model(
-        model, config, args.output, sentencepiece_model=sentencepiece_model)
+  with output_dir.staged(args.output) as (target, log):
+    if args.format == "hf":
+      hf.export_hf(model, config, target, log=log,
+                   sentencepiece_model=sentencepiece_model)
+    elif args.format == "tf1":
+      tf1.export_tf1(model, config, target, log=log)
+    else:
+      saved_model.export_saved_model(
+          model, config, target, sentencepiece_model=sentencepiece_model,
+          log=log)
   return 0
 
 
@@ -141,8 +143,11 @@ def sentencepiece_model_of(flag, config):
 
 def _check_flags(args):
   """Refuses combinations of flags that do not go together."""
-  if args.checkpoint is None and not (args.data_dir and args.model_name):
+  if args.checkpoint is None and not (args.data_dir and
+                                     args.model_name is not None):
     raise UserError("give --data-dir and --model-name, or --checkpoint.")
+  if args.checkpoint is None:
+    configure.check_model_name(args.model_name)
   if args.task and (args.format != "saved_model" or args.checkpoint):
     raise UserError("--task exports a fine-tuned model of --data-dir/"
                     "--model-name as a SavedModel (--format saved_model); "
@@ -190,7 +195,8 @@ def _export_finetuned(args, user):
   model, task, config = finetuned_model.load_finetuned(
       model_dir, args.data_dir, args.task, args.trial)
   output_dir.check_output(args.output, args.overwrite)
-  saved_model.export_task_saved_model(model, task, config, args.output)
+  with output_dir.staged(args.output) as (target, log):
+    saved_model.export_task_saved_model(model, task, config, target, log=log)
   return 0
 
 

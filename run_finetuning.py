@@ -20,6 +20,7 @@ from util.cli import tensorflow_startup
 tensorflow_startup()
 
 from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
+from configure import check_model_name  # pylint: disable=g-import-not-at-top
 from util.hparams import load_hparams
 from util.cli import run_main
 from util.vocab_layout import with_vocab_size
@@ -40,6 +41,8 @@ def parse_args(argv=None):
 def main(argv=None):
   args = parse_args(argv)
   hparams = load_hparams(args.hparams)
+  if not hparams.get("model_dir"):
+    check_model_name(args.model_name)  # Before the source is looked up.
   adopted = None
   if hparams.get("init_checkpoint") != "none":
     # The weights' source (the pre-trained model by default) sets the sizes.

@@ -37,6 +37,8 @@ def build_config(data_dir, model_name, hparams):
     raise UserError("data directory %s does not exist; build it with "
                     "build_pretraining_dataset.py (see README)." % data_dir)
   hparams = hparams_lib.load_hparams(hparams)
+  if not hparams.get("model_dir"):
+    configure.check_model_name(model_name)  # Before adoption writes.
   adopted = None
   if hparams.get("init_checkpoint"):
     from interop import adoption  # pylint: disable=g-import-not-at-top

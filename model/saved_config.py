@@ -16,6 +16,7 @@ import tensorflow as tf
 from model import checkpoints as checkpoints_lib
 from model.transformer_hparams import EMBEDDING_KEYS
 from util import io_utils
+from util import shard_identity
 from util.errors import UserError
 
 
@@ -84,6 +85,36 @@ def checkpoint_step(prefix):
   return int(tail) if tail.isdigit() else None
 
 
+def _check_data_identity(config, saved, path, ckpt_dir):
+  """Refuses a resume with another vocabulary than the checkpoints were
+  trained with (its ids would mean other tokens), or on other training
+  shards unless hparam accept_new_data (both as config.json records
+  them)."""
+  recorded = saved.get("vocab_fingerprint")
+  ours = config.to_dict().get("vocab_fingerprint")
+  if recorded and ours and recorded != ours:
+    raise UserError(
+        "the checkpoints in %s were trained with another vocabulary "
+        "(fingerprint %s of %s, recorded in %s) than %s (fingerprint %s): "
+        "their token ids would mean other tokens. Restore that vocabulary, "
+        "or pre-train this one under another --model-name." % (
+            ckpt_dir, recorded, saved.get("vocab_file"), path,
+            config.vocab_file, ours))
+  before, now = saved.get("train_shards"), config.train_shards
+  if (isinstance(before, dict) and now and not config.accept_new_data and
+      before.get("fingerprint") != now["fingerprint"]):
+    raise UserError(
+        "the training shards (hparam 'pretrain_tfrecords', %s) are not the "
+        "ones the checkpoints in %s were trained on (fingerprint %s recorded "
+        "in %s, now %s: %s); they were rebuilt, added or removed. Restore "
+        "them, set hparam 'accept_new_data' to true to continue on these "
+        "(the data stream restarts at the same example offset), or use "
+        "another --model-name." % (
+            config.pretrain_tfrecords, ckpt_dir, before.get("fingerprint"),
+            path, now["fingerprint"],
+            shard_identity.shard_set_changes(before, now)))
+
+
 def check_saved_config(config):
   """Refuses to resume a model directory written with other model shapes,
   or whose checkpoint is past `num_train_steps` (resuming would rewrite
@@ -101,7 +132,8 @@ def check_saved_config(config):
         "to continue or to re-evaluate, or another --model-name." % (
             latest, step, config.num_train_steps, path,
             io_utils.read_json(path).get("num_train_steps", step), step))
-  saved = io_utils.read_json(path)
+  saved = read_saved(path)
+  _check_data_identity(config, saved, path, ckpt_dir)
   current = config.to_dict()
   differing = [k for k in SHAPE_KEYS
                if k in saved and json.dumps(saved[k], sort_keys=True) !=

@@ -9,9 +9,13 @@ instead (`pretrain_data.InputFn.at_offset`).
 
 import json
 
-# Config fields that decide the stream of training examples.
+# Config fields that decide the stream of training examples; train_shards:
+# the fingerprint of the shards' names and sizes (pretrain/shards.py), so a
+# resume on other shards (hparam accept_new_data) does not restore an
+# iterator state that points into the old files.
 KEYS = ("train_batch_size", "max_seq_length", "max_predictions_per_seq",
-        "mask_prob", "seed", "shuffle_buffer", "pretrain_tfrecords")
+        "mask_prob", "seed", "shuffle_buffer", "pretrain_tfrecords",
+        "train_shards")
 # Checkpoint keys of the step, the examples consumed and the KEYS' values.
 STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 EXAMPLES_KEY = "examples_seen/.ATTRIBUTES/VARIABLE_VALUE"
@@ -21,12 +25,14 @@ STREAM_KEY = "data_stream/.ATTRIBUTES/VARIABLE_VALUE"
 def settings(config):
   """The KEYS of `config` as canonical JSON."""
   config_dict = config.to_dict()
-  return json.dumps({k: config_dict[k] for k in KEYS},
-                    sort_keys=True)
+  values = {k: config_dict.get(k) for k in KEYS}
+  values["train_shards"] = (values["train_shards"] or {}).get("fingerprint")
+  return json.dumps(values, sort_keys=True)
 
 
 def changed_settings(saved_json, current_json):
-  """'key old -> new' for each data-stream setting that differs."""
+  """'key old -> new' for each data-stream setting that differs (a key
+  the checkpoint predates is not compared)."""
   saved, current = json.loads(saved_json), json.loads(current_json)
   return ["%s %s -> %s" % (k, json.dumps(saved.get(k)), json.dumps(current[k]))
-          for k in KEYS if saved.get(k) != current[k]]
+          for k in KEYS if k in saved and saved[k] != current[k]]

@@ -41,6 +41,7 @@ from model import tokenization
 from pretrain import shards
 from pretrain.masking import mask_batch
 from util.errors import UserError
+from util import shard_identity
 
 # Separate stateless streams derived from the one user seed.
 _ORDER_STREAM = 1
@@ -301,14 +302,19 @@ def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
     num_epochs: passes over the data; None (the default) repeats forever.
 
   Raises:
-    UserError: the vocab lacks a special token, the glob matches nothing, or
-      a shard is corrupt or has the wrong sequence length.
+    UserError: the vocab lacks a special token, the glob matches nothing,
+      the shards differ from their manifest.json, or a shard is corrupt or
+      has the wrong sequence length.
   """
   special = read_special_ids(config.vocab_file)
   hparam = "pretrain_tfrecords" if is_training else "eval_tfrecords"
   pattern = file_pattern or getattr(config, hparam)
   files = shards.find_shards(pattern, hparam)
+  shards.check_manifest(files, pattern, hparam)
   shards.check_vocabulary(files, config.vocab_file, hparam)
+  if is_training and file_pattern is None:
+    # Recorded in config.json; a resume compares (model/saved_config.py).
+    config.train_shards = shard_identity.shard_set(files)
   files, file_ids = shards.check_shards(files, config.max_seq_length, hparam)
   batch_name = "train_batch_size" if is_training else "eval_batch_size"
   kwargs = dict(

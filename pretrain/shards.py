@@ -8,6 +8,7 @@ before a run starts; `find_bad_shard` reads them all, to name the culprit
 of an error met while training.
 """
 
+import fnmatch
 import posixpath
 import re
 
@@ -21,6 +22,9 @@ from util import vocab_layout
 from util.errors import UserError
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+MANIFEST = "manifest.json"
+_REBUILD = ("rebuild the shards with build_pretraining_dataset.py into an "
+            "empty --output-dir (or with --overwrite)")
 
 # What TF's example parser says when a record has the wrong features.
 _PARSE_ERROR = re.compile(r"ParseExample|ParseSingleExample|serialized Example")
@@ -103,11 +107,11 @@ def check_vocabulary(files, vocab_file, hparam="pretrain_tfrecords"):
   wrote one) records another vocabulary than `vocab_file` (a vocab.txt or
   a SentencePiece model): by fingerprint, or for older manifests by size.
   Their ids would mean other tokens."""
-  manifest_path = posixpath.join(posixpath.dirname(files[0]),
-                                 "manifest.json")
-  if not io_utils.is_file(manifest_path):
+  manifest_path = posixpath.join(posixpath.dirname(files[0]), MANIFEST)
+  manifest = read_manifest(manifest_path)
+  if manifest is None:
     return
-  settings = io_utils.read_json(manifest_path).get("settings", {})
+  settings = manifest["settings"]
   theirs = settings.get("sentencepiece_model") or settings.get("vocab_file")
   recorded = settings.get("vocab_fingerprint")
   if recorded is not None:
@@ -133,6 +137,80 @@ def check_vocabulary(files, vocab_file, hparam="pretrain_tfrecords"):
           " from %s" % theirs if theirs else "",
           "--sentencepiece-model" if vocab_layout.is_sentencepiece(vocab_file)
           else "--vocab-file", vocab_file))
+
+
+def read_manifest(path):
+  """The builder's manifest.json at `path` as a dict, or None when there
+  is none; a UserError when it is truncated or not a manifest."""
+  if not io_utils.is_file(path):
+    return None
+  try:
+    manifest = io_utils.read_json(path)
+  except (ValueError, OSError) as e:
+    raise UserError("%s is truncated or not JSON (%s): %s, or delete it "
+                    "to train on the shards unchecked." % (path, e, _REBUILD))
+  if not _is_manifest(manifest):
+    raise UserError("%s is not a manifest of build_pretraining_dataset.py "
+                    "(it lacks the 'settings' and 'shards' it writes): %s, or "
+                    "delete it to train on the shards unchecked." % (
+                        path, _REBUILD))
+  return manifest
+
+
+def _is_manifest(manifest):
+  """Whether a JSON document has the manifest's shape where it is read."""
+  if not isinstance(manifest, dict):
+    return False
+  shards = manifest.get("shards")
+  return (isinstance(manifest.get("settings"), dict) and
+          isinstance(shards, dict) and
+          isinstance(manifest.get("shard_bytes", {}), dict) and
+          all(isinstance(entries, list) and
+              all(isinstance(e, dict) and isinstance(e.get("file"), str)
+                  for e in entries) for entries in shards.values()))
+
+
+def check_manifest(files, pattern, hparam="pretrain_tfrecords"):
+  """Compares the shards matching `pattern` with the manifest.json beside
+  them: a shard it does not list (from another build), one it lists that
+  is gone, or one whose size differs from the recorded one (rebuilt or
+  changed) is a UserError naming it. No manifest: a warning (nothing to
+  compare with)."""
+  directory = posixpath.dirname(files[0])
+  path = posixpath.join(directory, MANIFEST)
+  manifest = read_manifest(path)
+  if manifest is None:
+    logging.warning("no %s beside the shards of hparam %r (%s): their "
+                    "vocabulary and completeness cannot be checked.",
+                    MANIFEST, hparam, pattern)
+    return
+  listed = {entry["file"] for entries in manifest["shards"].values()
+            for entry in entries}
+  present = {posixpath.basename(f): f for f in files
+             if posixpath.dirname(f) == directory}
+  foreign = sorted(set(present) - listed)
+  if foreign:
+    raise UserError(
+        "shard %s is not listed in %s: it comes from another build (%d such "
+        "file(s); shards of two builds are mixed in one folder). Remove the "
+        "files the manifest does not list, or %s." % (
+            present[foreign[0]], path, len(foreign), _REBUILD))
+  missing = sorted(name for name in listed if name not in present and
+                   fnmatch.fnmatchcase(name, posixpath.basename(pattern)))
+  if missing:
+    raise UserError(
+        "shard %s, listed in %s, is missing (%d of the %d listed shards "
+        "matching hparam %r are gone): %s." % (
+            posixpath.join(directory, missing[0]), path, len(missing),
+            len(missing) + len(present), hparam, _REBUILD))
+  sizes = manifest.get("shard_bytes", {})
+  for name in sorted(present):
+    size = io_utils.file_size(present[name])
+    if name in sizes and sizes[name] != size:
+      raise UserError(
+          "shard %s has %d bytes but %s records %d: it was rewritten or "
+          "changed after that build: %s." % (present[name], size, path,
+                                             sizes[name], _REBUILD))
 
 
 def _check_example(path, serialized, max_seq_length):

@@ -10,6 +10,7 @@ no whole document (a corpus of few, long documents): it moves the last
 examples of the corpus stream to the held-out shards.
 """
 
+import os
 import posixpath
 
 import numpy as np
@@ -37,8 +38,9 @@ class ShardWriter(object):
     self.prefix = prefix
     self.requested = num_shards
     self._dir = output_dir
-    self._tmp = [posixpath.join(output_dir, ".tmp-%s%s-%05d" % (
-        prefix, tmp_tag, i)) for i in range(num_shards)]
+    # The pid keeps two builders of one folder apart (and says whose).
+    self._tmp = [posixpath.join(output_dir, ".tmp-%d-%s%s-%05d" % (
+        os.getpid(), prefix, tmp_tag, i)) for i in range(num_shards)]
     self._writers = None
     self.counts = [0] * num_shards
     self._next = 0

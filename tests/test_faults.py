@@ -353,3 +353,253 @@ def test_a_model_directory_made_read_only_between_runs(tmp_path):
   resumed = pretrain(8)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Training steps 4 -> 8" in resumed.stdout
+
+
+def _ten_token_vocab(path):
+  """A vocabulary of the special tokens and 5 words: nearly every token of
+  a corpus is [UNK]."""
+  path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                             "the", "a", "of", "and", "."]) + "\n")
+  return str(path)
+
+
+def test_a_vocabulary_that_leaves_most_tokens_unknown(tmp_path):
+  """The dataset builder counts [UNK] as not covered and refuses a
+  vocabulary that maps most of the corpus to it; nothing is written."""
+  vocab = _ten_token_vocab(tmp_path / "vocab.txt")
+  out = tmp_path / "out"
+  corpus = os.path.join(paths.FIXTURES, "pretraining_dataset")
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir", corpus,
+                  "--vocab-file", vocab, "--output-dir", str(out),
+                  "--max-seq-length", "32")
+  assert_refused(code, err, "are [UNK] (more than --max-unk-fraction 0.5)",
+                 "the vocabulary %s does not cover this corpus" % vocab)
+  assert not out.exists()
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir", corpus,
+                  "--vocab-file", vocab, "--output-dir", str(out),
+                  "--max-seq-length", "32", "--max-unk-fraction", "1")
+  assert code == 0, err[-3000:]
+  manifest = json.loads((out / "manifest.json").read_text())
+  assert manifest["unk_tokens"] > 0.5 * manifest["tokens_written"]["total"]
+  assert manifest["coverage"] < 0.5
+
+
+# --- Data identity (issue 49): shards, manifest and vocabulary against the
+# model that used them. ---
+
+FIXTURE_CORPUS = os.path.join(paths.FIXTURES, "pretraining_dataset")
+FIXTURE_VOCAB = os.path.join(paths.FIXTURES, "tokenization", "vocab.txt")
+
+
+def _build_shards(data, *flags):
+  """build_pretraining_dataset.py of the fixture corpus into
+  data/pretrain_tfrecords with data/vocab.txt (2 shards of 32 tokens)."""
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir",
+                  FIXTURE_CORPUS, "--vocab-file", str(data / "vocab.txt"),
+                  "--output-dir", str(data / "pretrain_tfrecords"),
+                  "--max-seq-length", "32", "--num-shards", "2", *flags)
+  assert code == 0, err[-3000:]
+
+
+@pytest.fixture(scope="module")
+def built_data(tmp_path_factory):
+  """A data directory of the fixture vocabulary and shards the builder
+  wrote from the fixture corpus (with their manifest.json)."""
+  data = tmp_path_factory.mktemp("built") / "D"
+  data.mkdir()
+  shutil.copy(os.path.join(paths.FIXTURES, "tokenization", "vocab.txt"),
+              data / "vocab.txt")
+  _build_shards(data)
+  return data
+
+
+def _pretrain(data, num_train_steps, **hparams):
+  """run_pretraining.py of model "m" on `data`: (exit code, stdout,
+  stderr)."""
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  values = dict(pretrain_fixtures.RUNNER_HPARAMS, do_eval=False,
+                num_train_steps=num_train_steps, **hparams)
+  proc = subprocess.run(
+      [sys.executable, "run_pretraining.py", "--data-dir", str(data),
+       "--model-name", "m", "--hparams", json.dumps(values)],
+      cwd=paths.REPO, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""))
+  return proc.returncode, proc.stdout, proc.stderr
+
+
+def _corrupt(records, case):
+  """Damages the shard folder `records` as `case` says."""
+  shard = records / "pretrain_data.tfrecord-00000-of-00002"
+  manifest = records / "manifest.json"
+  if case == "foreign-shard":  # A shard of a build of 3 shards copied in.
+    shutil.copy(shard, records / "pretrain_data.tfrecord-00002-of-00003")
+  elif case == "deleted-shard":
+    (records / "pretrain_data.tfrecord-00001-of-00002").unlink()
+  elif case == "resized-shard":  # Another build's shard of the same name.
+    shutil.copy(records / "pretrain_data.tfrecord-00001-of-00002", shard)
+  elif case == "truncated-manifest":
+    manifest.write_text(manifest.read_text()[:200])
+  elif case == "wrong-shape-manifest":
+    manifest.write_text("[]")
+
+
+@pytest.mark.parametrize("case,fragments", [
+    ("foreign-shard", ["pretrain_data.tfrecord-00002-of-00003 is not "
+                       "listed in", "comes from another build"]),
+    ("deleted-shard", ["pretrain_data.tfrecord-00001-of-00002, listed in",
+                       "is missing"]),
+    ("resized-shard", ["pretrain_data.tfrecord-00000-of-00002 has",
+                       "changed after that build"]),
+    ("truncated-manifest", ["manifest.json is truncated or not JSON"]),
+    ("wrong-shape-manifest", ["manifest.json is not a manifest of "
+                              "build_pretraining_dataset.py"]),
+])
+def test_shards_that_differ_from_their_manifest(built_data, tmp_path, case,
+                                                fragments):
+  """Shards mixed, deleted or rewritten, a manifest cut short or of
+  another shape: one line naming the file, before any training."""
+  data = tmp_path / "D"
+  shutil.copytree(built_data, data)
+  _corrupt(data / "pretrain_tfrecords", case)
+  code, out, err = _pretrain(data, 2)
+  assert_refused(code, err, *fragments)
+  assert "step 1/" not in out
+  assert not (data / "models" / "m").exists()
+
+
+def test_a_resume_on_other_data(built_data, tmp_path):
+  """Shards rebuilt in place under a model: refused unless accept_new_data
+  (then the stream restarts, no DataLossError); a deleted manifest is a
+  warning; another vocabulary of the same size (shards rebuilt with it)
+  is refused naming both fingerprints, and config.json keeps its own."""
+  from util import vocab_fingerprint  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "D"
+  shutil.copytree(built_data, data)
+  code, _, err = _pretrain(data, 2)
+  assert code == 0, err[-3000:]
+  _build_shards(data, "--overwrite", "--seed", "99")
+  code, _, err = _pretrain(data, 4)
+  assert_refused(code, err, "the training shards (hparam 'pretrain_tfrecords'",
+                 "are not the ones the checkpoints in", "accept_new_data")
+  code, out, err = _pretrain(data, 4, accept_new_data=True)
+  assert code == 0, err[-3000:]
+  assert "Training steps 2 -> 4" in out
+  (data / "pretrain_tfrecords" / "manifest.json").unlink()
+  code, out, err = _pretrain(data, 6)
+  assert code == 0, err[-3000:]
+  assert "no manifest.json beside the shards" in err
+  config = data / "models" / "m" / "config.json"
+  before = config.read_text()
+  vocab = data / "vocab.txt"
+  old_fingerprint = vocab_fingerprint.fingerprint(str(vocab))
+  lines = vocab.read_text().split("\n")
+  lines[10], lines[11] = lines[11], lines[10]
+  vocab.write_text("\n".join(lines))
+  _build_shards(data, "--overwrite")
+  code, _, err = _pretrain(data, 8, accept_new_data=True)
+  assert_refused(code, err, "were trained with another vocabulary",
+                 old_fingerprint, vocab_fingerprint.fingerprint(str(vocab)))
+  assert config.read_text() == before
+
+
+@pytest.mark.parametrize("case", ["huge-steps", "hparams-dir",
+                                  "duplicate-key"])
+def test_hparams_that_used_to_end_in_a_traceback(data_dir, tmp_path, case):
+  if case == "huge-steps":
+    hparams, fragment = json.dumps({"num_train_steps": 10**30}), (
+        "hparam 'num_train_steps' must fit a 64-bit integer")
+  elif case == "hparams-dir":
+    hparams, fragment = str(tmp_path), "--hparams %s is a directory" % (
+        tmp_path)
+  else:
+    hparams = str(tmp_path / "h.json")
+    with open(hparams, "w") as f:
+      f.write('{"learning_rate": 1e-4, "seed": 1, "learning_rate": 2e-4}')
+    fragment = "%s sets key 'learning_rate' twice" % hparams
+  code, err = run("run_pretraining.py", "--data-dir", str(data_dir),
+                  "--model-name", "huge", "--hparams", hparams)
+  assert_refused(code, err, fragment)
+  assert not (data_dir / "models" / "huge").exists()
+
+
+@pytest.mark.parametrize("tf_config,strategy,fragment", [
+    ("[]", "default", "TF_CONFIG must be a JSON object"),
+    ('{"cluster": {"worker": ["localhost:1", "localhost:2"]}, '
+     '"task": {"type": "worker", "index": 5}}', "multi_worker_mirrored",
+     "TF_CONFIG's task index 5 is not one of the 2 worker tasks"),
+], ids=["list", "index-beyond-workers"])
+def test_a_tf_config_that_names_no_task_of_its_cluster(
+    data_dir, tf_config, strategy, fragment):
+  from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
+  data = pretrain_fixtures.make_data_dir(data_dir.parent / ("tf_" + strategy),
+                                         heldout=False)
+  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
+                 strategy=strategy)
+  proc = subprocess.run(
+      [sys.executable, "run_pretraining.py", "--data-dir", data,
+       "--model-name", "m", "--hparams", json.dumps(hparams)],
+      cwd=paths.REPO, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
+               TF_CONFIG=tf_config))
+  assert_refused(proc.returncode, proc.stderr, fragment)
+  assert not os.path.exists(os.path.join(data, "models", "m"))
+
+
+@pytest.mark.parametrize("script,name", [
+    ("run_pretraining.py", "../../escape"), ("run_pretraining.py", ""),
+    ("run_finetuning.py", "../../escape"), ("export_model.py", "a/b"),
+    ("export_model.py", "..")])
+def test_a_model_name_that_is_not_one_directory(data_dir, script, name):
+  argv = ["--data-dir", str(data_dir), "--model-name", name]
+  if script == "export_model.py":
+    argv += ["--format", "hf", "--output", str(data_dir / "export_name")]
+  elif script == "run_finetuning.py":
+    argv += ["--hparams", json.dumps({"task_names": ["sst"]})]
+  code, err = run(script, *argv)
+  assert_refused(code, err, "--model-name %r must be one directory name" %
+                 name)
+  assert not (data_dir.parent / "escape").exists()
+  assert not (data_dir / "models" / ".lock").exists()
+
+
+def _live_process():
+  return subprocess.Popen([sys.executable, "-c",
+                           "import time; time.sleep(120)"])
+
+
+def test_two_builders_on_one_output(tmp_path):
+  """A builder holds its output (the dataset builder: the folder's .lock;
+  build_vocab.py: .<name>.lock beside the file): a second one exits 2
+  naming the first's pid, and leaves its files alone."""
+  out = tmp_path / "records"
+  out.mkdir()
+  vocab_out = tmp_path / "vocab.txt"
+  holder = _live_process()
+  try:
+    host = socket.gethostname()
+    (out / ".lock").write_text("%d %s" % (holder.pid, host))
+    (out / (".tmp-%d-pretrain_data.tfrecord-00000" % holder.pid)).write_text(
+        "being written")
+    code, err = run("build_pretraining_dataset.py", "--corpus-dir",
+                    FIXTURE_CORPUS, "--vocab-file", FIXTURE_VOCAB,
+                    "--output-dir", str(out), "--max-seq-length", "32")
+    assert_refused(code, err, "output directory %s is in use by another run "
+                   "(pid %d on host %s" % (out, holder.pid, host))
+    assert sorted(os.listdir(out)) == [
+        ".lock", ".tmp-%d-pretrain_data.tfrecord-00000" % holder.pid]
+    (tmp_path / ".vocab.txt.lock").write_text("%d %s" % (holder.pid, host))
+    code, err = run("build_vocab.py", "--corpus-dir", FIXTURE_CORPUS,
+                    "--output", str(vocab_out), "--vocab-size", "200")
+    assert_refused(code, err, "is in use by another run (pid %d" % holder.pid)
+    assert not vocab_out.exists()
+  finally:
+    holder.kill()
+    holder.wait()
+  # The holder is gone: its temporary file is a killed build's, removed
+  # with a note; the build goes on.
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir",
+                  FIXTURE_CORPUS, "--vocab-file", FIXTURE_VOCAB,
+                  "--output-dir", str(out), "--max-seq-length", "32")
+  assert code == 0, err[-3000:]
+  assert "note: removed 1 temporary file(s)" in err
+  assert not [n for n in os.listdir(out) if n.startswith(".")]

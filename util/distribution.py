@@ -60,23 +60,58 @@ def get_strategy(config):
   differs from the others only in its cluster resolver (`tpu_resolver`).
   """
   name = config.strategy
+  tf_config = check_tf_config(os.environ.get("TF_CONFIG", ""),
+                              name == "multi_worker_mirrored")
   if name == "default":
     return tf.distribute.get_strategy()
   if name == "mirrored":
     return tf.distribute.MirroredStrategy(split_cpu_if_asked(config))
   if name == "multi_worker_mirrored":
-    if "TF_CONFIG" not in os.environ:
+    if tf_config is None:
       raise UserError("strategy 'multi_worker_mirrored' needs the TF_CONFIG "
                       "environment variable (cluster and task).")
-    try:
-      json.loads(os.environ["TF_CONFIG"])
-    except ValueError as e:
-      raise UserError("TF_CONFIG is not valid JSON: %s" % e)
     split_cpu_if_asked(config)
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
     return tf.distribute.TPUStrategy(tpu_resolver(config))
   raise UserError("unknown strategy %r." % name)
+
+
+def check_tf_config(text, multi_worker):
+  """The TF_CONFIG environment variable parsed (None when unset or empty);
+  a UserError when it is not a JSON object, or, for `multi_worker`, when its
+  task is not one of its cluster's (TensorFlow would fail deep inside, or
+  run one replica without a word)."""
+  if not text.strip():
+    return None
+  try:
+    parsed = json.loads(text)
+  except ValueError as e:
+    raise UserError("TF_CONFIG is not valid JSON: %s" % e)
+  if not isinstance(parsed, dict):
+    raise UserError("TF_CONFIG must be a JSON object with \"cluster\" and "
+                    "\"task\", got %s; unset it for a run on one machine." %
+                    text.strip()[:80])
+  if not multi_worker:
+    return parsed
+  cluster, task = parsed.get("cluster"), parsed.get("task")
+  if not (isinstance(cluster, dict) and cluster and all(
+      isinstance(hosts, list) and hosts for hosts in cluster.values())):
+    raise UserError("TF_CONFIG's \"cluster\" must map each job (e.g. "
+                    "\"worker\") to its non-empty list of host:port "
+                    "addresses, got %s." % json.dumps(cluster))
+  if not isinstance(task, dict) or task.get("type") not in cluster:
+    raise UserError("TF_CONFIG's \"task\" must name a job of its cluster "
+                    "(%s) as \"type\", got %s." % (
+                        ", ".join(sorted(cluster)), json.dumps(task)))
+  hosts, index = cluster[task["type"]], task.get("index", 0)
+  if (not isinstance(index, int) or isinstance(index, bool) or
+      not 0 <= index < len(hosts)):
+    raise UserError("TF_CONFIG's task index %s is not one of the %d %s "
+                    "tasks of its cluster (0 to %d)." % (
+                        json.dumps(index), len(hosts), task["type"],
+                        len(hosts) - 1))
+  return parsed
 
 
 def tpu_resolver(config):

@@ -94,6 +94,10 @@ def check_value(key, value, field):
   if not ok:
     raise ConfigError("hparam %r must be %s, got %s %r." % (
         key, _type_names(field.types), type(value).__name__, value))
+  if (isinstance(value, int) and not isinstance(value, bool) and
+      not -2**63 <= value < 2**63):
+    raise ConfigError("hparam %r must fit a 64-bit integer, got %r." % (
+        key, value))
   bad = _non_finite(value)
   if bad is not None:
     raise ConfigError("hparam %r must be a finite number, got %r." % (
@@ -111,6 +115,20 @@ def unknown_key_error(key, valid, what="hparam"):
       what, key, hint, ", ".join(sorted(valid))))
 
 
+class _DuplicateKeyError(Exception):
+  """A JSON object names a key twice (args[0])."""
+
+
+def _no_duplicate_keys(pairs):
+  """json's object_pairs_hook: the object, or _DuplicateKeyError."""
+  seen = {}
+  for key, value in pairs:
+    if key in seen:
+      raise _DuplicateKeyError(key)
+    seen[key] = value
+  return seen
+
+
 def load_hparams(hparams):
   """Parses `--hparams`: a JSON object string, a .json file's path, or None."""
   if hparams is None or hparams == "":
@@ -123,10 +141,20 @@ def load_hparams(hparams):
     if not io_utils.exists(hparams):
       raise ConfigError("--hparams %r is neither a JSON object nor an "
                         "existing .json file." % hparams)
+    if io_utils.is_dir(hparams):
+      raise ConfigError("--hparams %s is a directory; give a .json file of "
+                        "hyperparameters or a JSON object." % hparams)
     source = hparams
-    text = io_utils.read_text(hparams)
+    try:
+      text = io_utils.read_text(hparams)
+    except (OSError, UnicodeDecodeError) as e:
+      raise ConfigError("--hparams %s cannot be read as UTF-8 text: %s." % (
+          hparams, e))
   try:
-    parsed = json.loads(text)
+    parsed = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+  except _DuplicateKeyError as e:
+    raise ConfigError("%s sets key %r twice; keep one (JSON would keep only "
+                      "the last)." % (source, e.args[0]))
   except ValueError as e:
     raise ConfigError("%s is not valid JSON: %s." % (source, e))
   if not isinstance(parsed, dict):

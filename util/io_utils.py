@@ -146,6 +146,11 @@ def iter_lines(path, block_size=1 << 20):
     yield rest
 
 
+def file_size(path):
+  """The size in bytes of the file at `path` (any gfile path)."""
+  return _tf().io.gfile.stat(path).length
+
+
 def glob(pattern):
   """The paths matching `pattern` (any gfile path), sorted."""
   return sorted(_tf().io.gfile.glob(pattern))

@@ -45,6 +45,11 @@ def _alive(pid):
   return True
 
 
+def is_held_by(pid):
+  """Whether process `pid` of this host is alive."""
+  return _alive(pid)
+
+
 def is_held(path):
   """Whether a live process (or one on another host) holds `path`."""
   found = holder(path)
@@ -85,22 +90,23 @@ def release(path):
 
 
 @contextlib.contextmanager
-def locked(directory, enabled=True, what="model directory"):
-  """Holds `<directory>/.lock` inside the `with` block; a UserError naming
-  the holder's pid and host when another live run holds it. Nothing is
-  locked when not `enabled` (a worker that is not the chief) or for a
-  non-local directory."""
+def locked(directory, enabled=True, what="model directory",
+           fix="use another --model-name", name=LOCK_NAME):
+  """Holds `<directory>/<name>` (".lock") inside the `with` block; a
+  UserError naming the holder's pid and host, and `fix`, when another live
+  process holds it. Nothing is locked when not `enabled` (a worker that is
+  not the chief) or for a non-local directory."""
   if not enabled or not _is_local(directory):
     yield None
     return
   os.makedirs(directory, exist_ok=True)  # Callers checked it is writable.
-  path = os.path.join(directory, LOCK_NAME)
+  path = os.path.join(directory, name)
   if not try_acquire(path):
     pid, host = holder(path) or (None, None)
     raise UserError(
         "%s %s is in use by another run (pid %s on host %s; lock file %s). "
-        "Wait for it to finish, or use another --model-name; if that process "
-        "is gone, remove the lock file." % (what, directory, pid, host, path))
+        "Wait for it to finish, or %s; if that process is gone, remove the "
+        "lock file." % (what, directory, pid, host, path, fix))
   try:
     yield path
   finally:

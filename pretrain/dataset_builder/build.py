@@ -20,11 +20,12 @@ from pretrain.dataset_builder.progress import Progress
 from pretrain.tfrecord_shards import ShardWriter
 from pretrain.tfrecord_shards import hold_out_tail
 from util import corpus as corpus_lib
-from util import io_utils
 from util.errors import UserError
 
 _RESULT_COUNTS = ("train_tokens", "heldout_tokens", "corpus_tokens",
-                  "documents", "positions")
+                  "documents", "positions", "unk_tokens")
+# The share of the written tokens that may be [UNK] (--max-unk-fraction).
+MAX_UNK_FRACTION = 0.5
 
 
 def cpu_seconds():
@@ -62,6 +63,11 @@ class Tally(object):
     per_file: relpath -> stats (path, bytes, documents, tokens, chunks) of
       each file read, in corpus order.
   """
+
+  # The refusal of a vocabulary that leaves most tokens [UNK]
+  # (build_dataset sets both).
+  max_unk_fraction = MAX_UNK_FRACTION
+  vocabulary = None
 
   def __init__(self, files, skipped, progress_stream=None):
     self.num_files = len(files)
@@ -133,6 +139,23 @@ def _check_written(tally, corpus_dir, heldout_fraction):
     raise UserError(
         "every document went to the held-out set (--heldout-fraction %g); "
         "lower it or add text." % heldout_fraction)
+  _check_unknown_tokens(tally)
+
+
+def _check_unknown_tokens(tally):
+  """UserError when more than `tally.max_unk_fraction` of the tokens
+  written are [UNK]: the vocabulary does not cover this corpus (a model
+  would learn to predict [UNK])."""
+  written = tally.totals["train_tokens"] + tally.totals["heldout_tokens"]
+  unk = tally.totals["unk_tokens"]
+  if written and unk / written > tally.max_unk_fraction:
+    raise UserError(
+        "%.1f%% of the %d tokens written are [UNK] (more than "
+        "--max-unk-fraction %g): the vocabulary %s does not cover this "
+        "corpus. Learn one from it with build_vocab.py, or raise "
+        "--max-unk-fraction to build anyway; nothing was written." % (
+            100.0 * unk / written, written, tally.max_unk_fraction,
+            tally.vocabulary or "given"))
 
 
 def _hold_out_examples(train, heldout, tally, heldout_fraction, output_dir,
@@ -157,13 +180,14 @@ def _hold_out_examples(train, heldout, tally, heldout_fraction, output_dir,
   return train, "example"
 
 
-def _write_shards(builder, tally, corpus_dir, output_dir, created, num_shards,
+def _write_shards(builder, tally, corpus_dir, output_dir, num_shards,
                   num_processes, heldout_fraction, progress_stream):
   """Writes and commits the train (and held-out) shards of all documents.
 
-  On any error the shards written so far are discarded, and an output
-  directory the build `created` is removed if left empty. Returns (train
-  writer, held-out writer or None, held-out unit).
+  On any error the shards written so far are discarded (an output
+  directory the build created and left empty is removed by
+  `output.locked_output_dir`). Returns (train writer, held-out writer or
+  None, held-out unit).
   """
   train = heldout = None
   try:
@@ -191,9 +215,6 @@ def _write_shards(builder, tally, corpus_dir, output_dir, created, num_shards,
     for w in (train, heldout):
       if w is not None:
         w.discard()
-    if (created and io_utils.is_dir(output_dir) and
-        not io_utils.listdir(output_dir)):
-      io_utils.remove_tree(output_dir)
     raise
   return train, heldout, heldout_unit
 
@@ -202,7 +223,7 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
                   num_processes=1, num_shards=8, blanks_separate_docs=True,
                   heldout_fraction=0.0, seed=1234, overwrite=False,
                   settings=None, progress_stream=None, start_time=None,
-                  start_cpu=None):
+                  start_cpu=None, max_unk_fraction=MAX_UNK_FRACTION):
   """Builds the shards and manifest.json; returns the manifest (a dict).
 
   Args:
@@ -217,6 +238,8 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
     start_time, start_cpu: time.time() and cpu_seconds() when the build began
       (default now), for the timings; the CLI passes them from before it
       built the tokenizer.
+    max_unk_fraction: the build is refused (nothing written) when a larger
+      share of the tokens written are [UNK].
   """
   start = start_time or time.time()
   start_cpu = cpu_seconds() if start_cpu is None else start_cpu
@@ -224,23 +247,40 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
   files, skipped = corpus_lib.list_corpus_files(corpus_dir)
   for relpath, reason in skipped:
     corpus_lib.warn_skipped(relpath, reason)
-  created = not io_utils.exists(output_dir)
-  output.prepare_output_dir(output_dir, overwrite)
+  with output.locked_output_dir(output_dir, progress_stream):
+    output.prepare_output_dir(output_dir, overwrite)
+    return _build_locked(
+        corpus_dir, output_dir, tokenizer, files, skipped, start, start_cpu,
+        dict(max_seq_length=max_seq_length, num_processes=num_processes,
+             num_shards=num_shards, blanks_separate_docs=blanks_separate_docs,
+             heldout_fraction=heldout_fraction, seed=seed),
+        settings, progress_stream, max_unk_fraction)
+
+
+def _build_locked(corpus_dir, output_dir, tokenizer, files, skipped, start,
+                  start_cpu, flags, settings, progress_stream,
+                  max_unk_fraction):
+  """build_dataset's work once it holds the output directory; `flags`: the
+  command-line settings (max_seq_length, ..., seed) by name."""
+  max_seq_length, num_processes, num_shards = (
+      flags["max_seq_length"], flags["num_processes"], flags["num_shards"])
+  blanks_separate_docs, heldout_fraction, seed = (
+      flags["blanks_separate_docs"], flags["heldout_fraction"], flags["seed"])
   builder = ExampleBuilder(tokenizer, max_seq_length, blanks_separate_docs,
                            heldout_fraction, seed)
   tally = Tally(files, skipped, progress_stream)
+  tally.max_unk_fraction = max_unk_fraction
+  tally.vocabulary = (settings or {}).get("sentencepiece_model") or (
+      settings or {}).get("vocab_file")
   setup_seconds = time.time() - start
   train, heldout, heldout_unit = _write_shards(
-      builder, tally, corpus_dir, output_dir, created, num_shards,
-      num_processes, heldout_fraction, progress_stream)
+      builder, tally, corpus_dir, output_dir, num_shards, num_processes,
+      heldout_fraction, progress_stream)
 
   timings = {"elapsed_seconds": time.time() - start,
              "cpu_seconds": cpu_seconds() - start_cpu,
              "setup_seconds": setup_seconds}
-  all_settings = dict(
-      settings or {}, corpus_dir=corpus_dir, output_dir=output_dir,
-      max_seq_length=max_seq_length, num_processes=num_processes,
-      num_shards=num_shards, blanks_separate_docs=blanks_separate_docs,
-      heldout_fraction=heldout_fraction, seed=seed)
+  all_settings = dict(settings or {}, corpus_dir=corpus_dir,
+                      output_dir=output_dir, **flags)
   return output.write_manifest(output_dir, tally, all_settings, tokenizer,
                                timings, train, heldout, heldout_unit)

@@ -43,7 +43,8 @@ class ExampleBuilder(object):
     Returns:
       dict with train / heldout (lists of serialized examples), their token
       counts train_tokens / heldout_tokens (without [CLS]/[SEP]/padding),
-      corpus_tokens, documents and positions (non-padding positions).
+      corpus_tokens, documents, positions (non-padding positions) and
+      unk_tokens ([UNK] tokens written, in either split).
     """
     units, bounds = text_lib.split_documents(text, self.blanks_separate_docs)
     ids, splits = self.tokenizer.encode_ragged(units)
@@ -65,26 +66,29 @@ class ExampleBuilder(object):
         documents += 1
         spans["heldout" if heldout else "train"].extend(doc)
     result = {"corpus_tokens": int(splits[-1]), "documents": documents,
-              "positions": 0}
+              "positions": 0, "unk_tokens": 0}
     for split, split_spans in spans.items():
-      examples, tokens, positions = self._serialize(ids, split_spans)
+      examples, tokens, positions, unk = self._serialize(ids, split_spans)
       result[split] = examples
       result[split + "_tokens"] = tokens
       result["positions"] += positions
+      result["unk_tokens"] += unk
     return result
 
   def _serialize(self, ids, spans):
-    """Serialized examples of the spans, their text tokens and positions.
+    """Serialized examples of the spans, their text tokens, positions and
+    [UNK] tokens.
 
     Text tokens exclude [CLS], [SEP] and padding (counted from the laid-out
     arrays, independently of the packing); positions include [CLS]/[SEP].
     """
     if not spans:
-      return [], 0, 0
+      return [], 0, 0, 0
     tok = self.tokenizer
     input_ids, input_mask, segment_ids = packing.layout_examples(
         ids, spans, self.max_seq_length, tok.cls_id, tok.sep_id, tok.pad_id)
     positions = int(input_mask.sum(dtype=np.int64))
     num_special = 2 * len(spans) + int((segment_ids.max(axis=1) > 0).sum())
+    unk = int(((input_ids == tok.unk_id) & (input_mask > 0)).sum())
     return (serialize_examples(input_ids, input_mask, segment_ids),
-            positions - num_special, positions)
+            positions - num_special, positions, unk)

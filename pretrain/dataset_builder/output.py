@@ -1,24 +1,68 @@
 """The builder's output directory: its file names, its checks, manifest.json."""
 
+import contextlib
 import posixpath
+import sys
 
 from pretrain.dataset_builder.tfrecord_encoding import FEATURES
 from util import io_utils
+from util import run_lock
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
 TRAIN_PREFIX = "pretrain_data.tfrecord"
 HELDOUT_PREFIX = "heldout_data.tfrecord"
 MANIFEST = "manifest.json"
+# Every temporary file of a build starts so (ShardWriter's, the manifest's).
+TMP_PREFIX = ".tmp-"
+
+
+@contextlib.contextmanager
+def locked_output_dir(output_dir, stream=None):
+  """Creates `output_dir` and holds its lock inside the `with` block: a
+  second builder on it exits 2 naming this one's pid. Temporary files left
+  by a killed build are removed, with a note; a directory this build
+  created is removed again when it fails with nothing in it."""
+  created = not io_utils.exists(output_dir)
+  io_utils.output_entries(output_dir, "--output-dir")  # Not a file.
+  io_utils.check_writable(output_dir, "choose another --output-dir, or fix "
+                          "its permissions")
+  try:
+    with run_lock.locked(output_dir, what="output directory",
+                         fix="choose another --output-dir"):
+      _remove_leftovers(output_dir, stream)
+      yield
+  except BaseException:
+    if (created and io_utils.is_dir(output_dir) and
+        not io_utils.listdir(output_dir)):
+      io_utils.remove_tree(output_dir)
+    raise
+
+
+def _remove_leftovers(output_dir, stream):
+  """Deletes the `.tmp-*` files of a build that was killed (under the
+  lock, no live build owns them), saying so."""
+  leftovers = [n for n in io_utils.listdir(output_dir)
+               if n.startswith(TMP_PREFIX)]
+  for name in leftovers:
+    io_utils.remove(posixpath.join(output_dir, name))
+  if leftovers:
+    print("note: removed %d temporary file(s) (e.g. %s) that an earlier "
+          "build of %s left when it was killed or failed; it wrote no "
+          "shards." % (len(leftovers), leftovers[0], output_dir),
+          file=stream or sys.stderr, flush=True)
 
 
 def prepare_output_dir(output_dir, overwrite):
   """Refuses a non-empty output directory unless --overwrite; creates it.
+  Call it holding the lock (`locked_output_dir`).
 
   Returns:
-    the sorted names already in output_dir (empty when it was created).
+    the sorted names already in output_dir (empty when it was created),
+    the lock file left out.
   """
-  existing = io_utils.output_entries(output_dir, "--output-dir")
+  existing = [n for n in io_utils.output_entries(output_dir, "--output-dir")
+              if n != run_lock.LOCK_NAME]
   if existing and not overwrite:
     raise UserError(
         "output directory %s is not empty (%d entries, e.g. %s); pass "
@@ -35,6 +79,26 @@ def remove_old_outputs(output_dir):
     if (name.startswith(TRAIN_PREFIX + "-") or
         name.startswith(HELDOUT_PREFIX + "-") or name == MANIFEST):
       io_utils.remove(posixpath.join(output_dir, name))
+
+
+def _files_summary(tally):
+  """The manifest's "files": counts, and the files read and skipped."""
+  return {
+      "total": tally.num_files + tally.num_listed_skipped,
+      "read": len(tally.per_file),
+      "skipped": len(tally.skipped),
+      "read_files": list(tally.per_file.values()),
+      "skipped_files": [{"path": p, "reason": r} for p, r in tally.skipped],
+  }
+
+
+def _shard_bytes(output_dir, *writers):
+  """{name: size in bytes} of every committed shard: pre-training compares
+  them with the files it finds (pretrain/shards.py), so shards rebuilt,
+  deleted or mixed in from another build are named before a run reads
+  them."""
+  return {name: io_utils.file_size(posixpath.join(output_dir, name))
+          for w in writers if w for name in w.names}
 
 
 def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
@@ -64,19 +128,15 @@ def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
                          "heldout": totals["heldout_tokens"],
                          "total": written},
       "corpus_tokens": totals["corpus_tokens"],
-      "coverage": written / totals["corpus_tokens"],
+      # Share of the corpus tokens written as themselves: [UNK] does not
+      # count (a vocabulary that maps most tokens to it covers little).
+      "coverage": (written - totals["unk_tokens"]) / totals["corpus_tokens"],
+      "unk_tokens": totals["unk_tokens"],
       # Share of the example positions holding tokens (not padding).
       "fill": totals["positions"] / (num_examples *
                                      settings["max_seq_length"]),
       "documents": totals["documents"],
-      "files": {
-          "total": tally.num_files + tally.num_listed_skipped,
-          "read": len(tally.per_file),
-          "skipped": len(tally.skipped),
-          "read_files": list(tally.per_file.values()),
-          "skipped_files": [{"path": p, "reason": r}
-                            for p, r in tally.skipped],
-      },
+      "files": _files_summary(tally),
       "bytes_read": total_bytes,
       "settings": dict(settings, vocab_size=tokenizer.vocab_size),
       "format": {"features": list(FEATURES), "dtype": "int64",
@@ -89,6 +149,7 @@ def write_manifest(output_dir, tally, settings, tokenizer, timings, train,
       "mb_per_second": round(total_bytes / 1e6 / max(elapsed, 1e-9), 2),
       "shards": {"train": train.summary(),
                  "heldout": heldout.summary() if heldout else []},
+      "shard_bytes": _shard_bytes(output_dir, train, heldout),
       # "document": whole documents drawn with the fraction; "example": the
       # draw picked no document, so the last examples were held out.
       "heldout_unit": heldout_unit,

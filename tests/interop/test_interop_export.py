@@ -17,6 +17,7 @@ from interop import loader
 from model import builders
 from model import tokenization
 from tests import interop_fixtures as ix
+from tests import paths
 from util.errors import UserError
 
 pytestmark = pytest.mark.slow
@@ -162,3 +163,49 @@ def test_an_export_never_overwrites_silently(tmp_path):
       tmp_path / "file" / "x")):
     export_model.main(["--data-dir", data, "--model-name", "M", "--output",
                        str(tmp_path / "file" / "x"), "--format", "hf"])
+
+
+_KILLED_EXPORT = """
+import os, signal, sys
+sys.path.insert(0, os.getcwd())
+import export_model
+from interop import hf
+from util.cli import run_main
+real = hf.export_hf
+def export_then_die(*args, **kwargs):
+  real(*args, **kwargs)  # Every file written: killed before the swap.
+  os.kill(os.getpid(), signal.SIGKILL)
+hf.export_hf = export_then_die
+run_main(export_model.main, sys.argv[1:])
+"""
+
+
+def test_an_export_killed_before_it_finishes(tmp_path):
+  """kill -9 during an export: with --overwrite the earlier export is
+  intact; into a new folder nothing is left at --output; the next export
+  clears the killed one's temporary folder."""
+  data, _ = _pretrained_dir(tmp_path)
+  out = tmp_path / "out"
+  argv = ["--data-dir", data, "--model-name", "M", "--output", str(out)]
+  assert export_model.main(argv + ["--format", "tf1"]) == 0
+  before = sorted(os.listdir(out))
+
+  def killed(*extra):
+    return subprocess.run(
+        [sys.executable, "-c", _KILLED_EXPORT] + argv + ["--format", "hf"] +
+        list(extra), cwd=paths.REPO,
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  proc = killed("--overwrite")
+  assert proc.returncode == -9, proc.stderr[-3000:]
+  assert sorted(os.listdir(out)) == before  # The tf1 export, whole.
+  assert tf.train.latest_checkpoint(str(out))
+  new = tmp_path / "new"
+  argv[-1] = str(new)
+  proc = killed()
+  assert proc.returncode == -9, proc.stderr[-3000:]
+  assert not new.exists()
+  assert [n for n in os.listdir(tmp_path) if n.startswith(".new.tmp-export-")]
+  assert export_model.main(argv + ["--format", "hf"]) == 0
+  assert (new / "discriminator" / "model.safetensors").exists()
+  assert not [n for n in os.listdir(tmp_path) if n.startswith(".new.")]

@@ -38,6 +38,9 @@ VOLATILE_SETTINGS = ("corpus_dir", "output_dir", "vocab_file")
 # Settings added after the digests were taken, tested on their own
 # (tests/pretrain/test_vocabulary_checks.py): left out of the digest.
 ADDED_SETTINGS = ("vocab_fingerprint",)
+# Top-level entries added after (issue 49: the [UNK] count, the shards'
+# sizes): left out too.
+ADDED_TOP = ("unk_tokens", "shard_bytes")
 
 _QUICKSTART = ["--max-seq-length", "128", "--num-shards", "4",
                "--no-blanks-separate-docs", "--heldout-fraction", "0.05"]
@@ -76,6 +79,8 @@ def manifest_digest(path):
     manifest["settings"][key] = "<%s>" % key
   for key in ADDED_SETTINGS:
     manifest["settings"].pop(key, None)
+  for key in ADDED_TOP:
+    manifest.pop(key, None)
   text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
   return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
