@@ -54,6 +54,14 @@ def keep_tokens(pieces, keep, rule):
   return tf.RaggedTensor.from_row_lengths(flat, index.row_lengths())
 
 
+def _column(rows, token):
+  """A ragged [batch, (1)] of `token` for each row of `rows` [batch, (n)],
+  also for rows with no pieces (an empty or blank text still gets its
+  [CLS] and [SEP], as fine-tuning gives it)."""
+  return tf.RaggedTensor.from_tensor(
+      tf.fill(tf.stack([rows.nrows(), 1]), tf.cast(token, rows.dtype)))
+
+
 class TextEncoder(tf.Module):
   """Strings -> `input_ids`, `input_mask`, `segment_ids` [batch, seq] int32.
 
@@ -135,9 +143,8 @@ class TextEncoder(tf.Module):
     rows, types = [], []
     for segment_id, (pieces, keep) in enumerate(segments):
       kept = keep_tokens(pieces, keep, rule or self._rule)
-      ones = tf.ones_like(kept[:, :1])
-      part = [ones * self._cls, kept, ones * self._sep] if not rows else [
-          kept, ones * self._sep]
+      cls, sep = (_column(kept, token) for token in (self._cls, self._sep))
+      part = [cls, kept, sep] if not rows else [kept, sep]
       part = tf.concat(part, axis=1)
       rows.append(part)
       types.append(tf.ones_like(part) * segment_id)

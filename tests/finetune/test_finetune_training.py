@@ -103,6 +103,9 @@ def _save_pretrained(model_dir, **model_overrides):
   encoder = build_discriminator_encoder(pre)
   encoder({k: tf.zeros([1, 8], tf.int32)
            for k in ("input_ids", "input_mask", "segment_ids")})
+  # Shifted, so no fresh draw (under any seed) equals a pre-trained weight.
+  for variable in encoder.weights:
+    variable.assign_add(tf.fill(tf.shape(variable), 0.5))
   checkpoints.discriminator_checkpoint(encoder).save(
       os.path.join(checkpoints.pretrained_checkpoint_dir(str(model_dir)),
                    "ckpt"))
