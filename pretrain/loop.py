@@ -119,7 +119,8 @@ class TrainingLoop(object):
       raise Interrupted(
           "interrupted at step %d of %d; checkpoint %s saved. Re-run the "
           "same command to resume from it." % (
-              step, s.total_steps, self._calls.save_at_stop(step)))
+              step, s.total_steps, self._calls.save_at_stop(step)),
+          signum=stop.signum)
 
   def _check_finite(self, sums, step, n):
     """Raises TrainingDivergedError if a sum of the `n` steps after `step`

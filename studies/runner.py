@@ -38,6 +38,7 @@ import time
 import configure
 from studies import archive as archive_lib
 from studies import plan as plan_lib
+from util import interrupt
 from util import io_utils
 from util import run_lock
 from util.errors import UserError
@@ -334,13 +335,13 @@ def _run_one(study, run, runs, rest, timings, logs, counter, log):
   log_path = os.path.join(logs, _log_name(run))
   start = time.time()
   with open(log_path, "a") as f:
-    proc = subprocess.run([sys.executable] + run.argv, cwd=plan_lib.REPO,
-                          stdout=f, stderr=subprocess.STDOUT,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-  if proc.returncode or not is_done(run):
+    code = interrupt.run_child(
+        [sys.executable] + run.argv, cwd=plan_lib.REPO, stdout=f,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  if code or not is_done(run):
     raise UserError("%s failed (exit %d); see %s. Run study.py again to "
-                    "resume from there." % (run.id, proc.returncode,
-                                            log_path))
+                    "resume from there." % (run.id, code, log_path))
   end = time.time()
   timing = (round(end - start, 1), [round(start, 1), round(end, 1)])
   timings = _record_timings(study, {run.id: timing})

@@ -164,9 +164,14 @@ class _TinyPretraining:
                           timeout=300, **kwargs)
 
 
-def test_ctrl_c_saves_the_step_reached_and_resumes(tmp_path):
-  """SIGINT during pre-training: a checkpoint of the step reached, one
-  line saying how to resume, exit 130; the same command resumes there."""
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130),
+                                         (signal.SIGTERM, 143),
+                                         (signal.SIGHUP, 129)])
+def test_a_stop_signal_saves_the_step_reached_and_resumes(tmp_path, signum,
+                                                          code):
+  """Ctrl-C, SIGTERM (preemption) or SIGHUP during pre-training: a
+  checkpoint of the step reached, one line saying how to resume, exit 128 +
+  the signal's number; the same command resumes there."""
   pretraining = _TinyPretraining(tmp_path, save_checkpoints_steps=100000)
   proc = subprocess.Popen(pretraining.argv(100000), cwd=paths.REPO,
                           env=pretraining.env, text=True,
@@ -175,12 +180,12 @@ def test_ctrl_c_saves_the_step_reached_and_resumes(tmp_path):
     for line in proc.stdout:  # Wait for training to be under way.
       if line.startswith("step 6/"):
         break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=300)
   finally:
     proc.kill()
   lines = [line for line in err.splitlines() if line.startswith("stopped:")]
-  assert proc.returncode == 130, err[-3000:]
+  assert proc.returncode == code, err[-3000:]
   assert len(lines) == 1 and "Re-run the same command to resume" in lines[0]
   assert "Traceback" not in err, err[-3000:]
   step = int(lines[0].split("interrupted at step ")[1].split()[0])

@@ -3,6 +3,7 @@
 import os
 import sys
 
+from util import interrupt
 from util import xla_fusion
 from util.errors import Interrupted
 from util.errors import UserError
@@ -39,18 +40,29 @@ def tensorflow_startup():
 
 def run_main(main, argv=None):
   """Calls `main(argv)`; a `UserError` prints its message and exits with its
-  code (2 for bad input); Ctrl-C outside a training loop that saves on it
-  prints one line and exits 130, without a traceback."""
+  code (2 for bad input). A stop signal (Ctrl-C, SIGTERM, SIGHUP;
+  util/interrupt.py) outside a training loop that saves on it unwinds the
+  work (locks released, temporary files removed), prints one line and
+  exits 128 + its number (130, 143, 129), without a traceback."""
+  interrupt.install_stop_handlers()
   try:
     return main(argv)
   except UserError as e:
-    sys.stderr.write("%s: %s\n" % (
+    _say("%s: %s\n" % (
         "stopped" if isinstance(e, Interrupted) else "error", e))
     sys.exit(e.exit_code)
-  except KeyboardInterrupt:
-    sys.stderr.write("stopped: interrupted (Ctrl-C); the last checkpoint or "
-                     "output written before it is kept.\n")
-    sys.exit(Interrupted.exit_code)
+  except KeyboardInterrupt as e:
+    signum = interrupt.stop_signal(e)
+    _say("stopped: interrupted (%s); the last checkpoint or output written "
+         "before it is kept.\n" % interrupt.signal_name(signum))
+    sys.exit(128 + signum)
+
+
+def _say(line):
+  try:
+    sys.stderr.write(line)
+  except OSError:
+    pass  # A hung-up terminal (SIGHUP) takes no more output.
 
 
 def require_at_least(args, names, minimum=1):

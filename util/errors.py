@@ -1,5 +1,7 @@
 """Errors that reach the user as one clear paragraph instead of a traceback."""
 
+import signal
+
 
 class UserError(Exception):
   """Bad input the user can fix (a file, a flag, a hyperparameter).
@@ -11,10 +13,15 @@ class UserError(Exception):
 
 
 class Interrupted(UserError):
-  """The user pressed Ctrl-C: exit code 130 (128 + SIGINT), as shells
+  """A stop signal (Ctrl-C, SIGTERM, SIGHUP; util/interrupt.py) ended the
+  run: exit code 128 + the signal's number (130, 143, 129), as shells
   expect. The message says what was saved and how to resume."""
 
   exit_code = 130
+
+  def __init__(self, message, signum=signal.SIGINT):
+    super().__init__(message)
+    self.exit_code = 128 + int(signum)
 
 
 class TrainingDivergedError(UserError):
