@@ -29,14 +29,9 @@ seconds, all threads) is the steadier figure when other jobs share a CPU.
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
 
 from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 

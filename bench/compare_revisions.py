@@ -24,8 +24,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
 
 from studies import statistics  # pylint: disable=g-import-not-at-top
 from util.cli import run_main  # pylint: disable=g-import-not-at-top

@@ -28,9 +28,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
-
 from studies import statistics  # pylint: disable=g-import-not-at-top
 from util import io_utils
 from util.cli import run_main

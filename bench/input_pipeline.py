@@ -19,14 +19,10 @@ Usage:
 import argparse
 import contextlib
 import os
-import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
-
 from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 
 tensorflow_startup()

@@ -34,15 +34,10 @@ Usage:
 
 import argparse
 import collections
-import os
 import statistics
 import string
 import sys
 import time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
 
 from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 

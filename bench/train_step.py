@@ -18,13 +18,7 @@ Prints seconds/step, sequences/s and the overhead of each mode relative to
 """
 
 import argparse
-import os
-import sys
 import time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
 
 from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 

@@ -34,3 +34,12 @@ else
   "$venv/bin/python" -m pip install -q "${reqs[@]}" -c constraints.txt
   echo "$want" > "$stamp"
 fi
+# The repository on the venv's import path (a .pth file, as an editable
+# install makes), so scripts below the root (bench/, scripts/) and the test
+# helpers import the project's packages without touching sys.path.
+"$venv/bin/python" - "$root" <<'PY'
+import os, sys, sysconfig
+path = os.path.join(sysconfig.get_paths()["purelib"], "electra_hp.pth")
+with open(path, "w") as f:
+  f.write(sys.argv[1] + "\n")
+PY

@@ -1,14 +1,13 @@
-"""Test set-up: quiet TensorFlow, make the project importable, few threads."""
+"""Test set-up: quiet TensorFlow, few threads (the project is importable
+through pytest.ini's pythonpath and the venv's electra_hp.pth)."""
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 # As every entry script sets it (util/cli.tensorflow_startup); the test
 # processes and the scripts they start then skip importing Keras 3.
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import types  # pylint: disable=g-import-not-at-top,g-bad-import-order
 

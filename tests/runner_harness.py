@@ -15,9 +15,7 @@ Exits as run_pretraining.py does (2 on bad input, 3 on divergence).
 import argparse
 import os
 import signal
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # pylint: disable=g-import-not-at-top

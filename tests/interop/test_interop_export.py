@@ -167,7 +167,6 @@ def test_an_export_never_overwrites_silently(tmp_path):
 
 _KILLED_EXPORT = """
 import os, signal, sys
-sys.path.insert(0, os.getcwd())
 import export_model
 from interop import hf
 from util.cli import run_main
