@@ -23,7 +23,7 @@ import tensorflow as tf
 from util.errors import UserError
 
 
-def _fresh_like(encoder, inputs):
+def fresh_like(encoder, inputs):
   """A freshly initialised, built encoder of `encoder`'s configuration,
   with fresh embeddings of its own (under the current Keras seed)."""
   config = encoder.get_config()
@@ -56,7 +56,7 @@ def reinitialise_top_layers(encoder, num_layers, inputs):
                         num_layers, len(blocks), len(blocks)))
   if num_layers <= 0:
     return 0
-  fresh = _fresh_like(encoder, inputs)
+  fresh = fresh_like(encoder, inputs)
   replaced = 0
   for mine, new in zip(blocks[-num_layers:],
                        fresh.transformer_layers[-num_layers:]):
@@ -84,7 +84,7 @@ def shrink_to_fresh(encoder, keep, inputs):
                     "the pre-trained weights as they are)." % (keep,))
   if keep == 1.0:
     return 0
-  fresh = _fresh_like(encoder, inputs)
+  fresh = fresh_like(encoder, inputs)
   for variable, value in zip(encoder.weights, fresh.weights):
     variable.assign(keep * variable + (1.0 - keep) * tf.cast(value,
                                                              variable.dtype))

@@ -22,6 +22,7 @@ import tf_keras
 from finetune import layerwise_decay
 from finetune import preprocessing
 from finetune import reinit
+from finetune import start_geometry
 from finetune import scorer as scorer_lib
 from finetune.model import FinetuningModel
 from interop import loader as interop_loader
@@ -80,7 +81,8 @@ class Trainer(object):
       self.model = FinetuningModel(build_discriminator_encoder(config),
                                    task.build_head(), name="finetuning")
     self._checkpoint = tf.train.Checkpoint(model=self.model)
-    self._encoder_inputs = None  # One feature row (`build`).
+    self._encoder_inputs = None  # The first feature rows (`build`).
+    self.start_geometry = None  # A pre-trained start's (`init_encoder`).
     self._predict_step = None
     self._last_scorers, self._primary_metrics = {}, {}
 
@@ -98,8 +100,9 @@ class Trainer(object):
     row = {name: value[:1] for name, value in features.items()}
     with self.strategy.scope():
       self.model(row, training=False)
-    self._encoder_inputs = {k: row[k] for k in ("input_ids", "input_mask",
-                                                "segment_ids")}
+    self._encoder_inputs = {k: features[k][:start_geometry.NUM_ROWS]
+                            for k in ("input_ids", "input_mask",
+                                      "segment_ids")}
     names = [v.name for v in self.model.trainable_variables]
     if len(set(names)) != len(names):
       raise ValueError("duplicate variable names in the fine-tuning model; "
@@ -132,6 +135,9 @@ class Trainer(object):
                                        self._encoder_inputs)
       self.log("moved %d weight tensors toward a fresh encoder (keep %g)" % (
           changed, keep))
+    line, self.start_geometry = start_geometry.describe_start(
+        self.model.encoder, self._encoder_inputs)
+    self.log(line)
 
   def restore_finetuned(self):
     """Loads this trial's kept fine-tuned model (for do_train false)."""
@@ -372,6 +378,8 @@ class Trainer(object):
       history, best, losses = self.train(train_data, eval_data)
       record.update(history=history, losses=losses,
                     final=history[-1].get("results"), best=best)
+      if self.start_geometry:
+        record["start_geometry"] = self.start_geometry
       if test_data and best["step"] != history[-1]["step"]:
         self.restore_finetuned()
     else:

@@ -3,7 +3,7 @@
 For tests/finetune/test_finetune_training.py; run in a fresh process (the
 CPU must be split before TensorFlow starts):
 
-  python tests/mirrored_finetune_check.py OUT_DIR HPARAMS_JSON
+  python -m tests.mirrored_finetune_check OUT_DIR HPARAMS_JSON
 
 Fine-tunes the tiny model on the `sst` fixture twice from the same random
 initialisation (seeded): first with strategy "mirrored" over 2 logical CPUs,

@@ -3,7 +3,7 @@
 For tests/pretrain/test_run_pretraining.py; run in a fresh process (the CPU
 must be split before TensorFlow starts):
 
-  python tests/mirrored_step_check.py DATA_DIR HPARAMS_JSON OUT.npz
+  python -m tests.mirrored_step_check DATA_DIR HPARAMS_JSON OUT.npz
 
 Builds a `PretrainingTrainer` with strategy "mirrored" over 2 logical CPUs
 and one with the default strategy, gives both the same weights and the first

@@ -1,6 +1,6 @@
 """One worker of a MultiWorkerMirroredStrategy cluster reading training data.
 
-  TF_CONFIG=... python tests/multi_worker_count_check.py DATA_DIR HPARAMS_JSON \
+  TF_CONFIG=... python -m tests.multi_worker_count_check DATA_DIR HPARAMS_JSON \
       NUM_STEPS OUT.npz
 
 Builds the strategy from TF_CONFIG and the real training input function

@@ -1,6 +1,6 @@
 """run_pretraining.py with test hooks, for test_run_pretraining.py.
 
-  python tests/runner_harness.py [--kill-after-checkpoint]
+  python -m tests.runner_harness [--kill-after-checkpoint]
       [--nan-from-step K] [--dump-weights OUT.npz] -- RUN_PRETRAINING_ARGS
 
 --kill-after-checkpoint: SIGKILL this process right after the first

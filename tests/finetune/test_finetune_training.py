@@ -125,6 +125,11 @@ def test_starts_from_the_pretrained_discriminator(tmp_path):
   trainer.init_encoder(prefix)
   for mine, theirs in zip(trainer.model.encoder.weights, pretrained.weights):
     np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+  # The start's token states are measured beside a fresh encoder's.
+  geometry = trainer.start_geometry
+  assert 1.0 < geometry["effective_rank"] and 1.0 < geometry[
+      "fresh_effective_rank"]
+  assert -1.0 <= geometry["cosine"] <= 1.0
   # A model directory (with config.json and checkpoints/) works too.
   assert runner.resolve_init_checkpoint(ff.tiny_config(
       init_checkpoint=str(tmp_path / "m"))) == prefix
@@ -240,7 +245,7 @@ def test_mirrored_on_two_cpus_matches_one_device(tmp_path):
       ff.TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   root = paths.REPO
   proc = subprocess.run(
-      [sys.executable, os.path.join("tests", "mirrored_finetune_check.py"),
+      [sys.executable, "-m", "tests.mirrored_finetune_check",
        str(tmp_path), json.dumps(hparams)], cwd=root, capture_output=True,
       text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, proc.stderr[-3000:]

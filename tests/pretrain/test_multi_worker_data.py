@@ -97,8 +97,9 @@ def test_resume_of_two_pipelines_continues_each_ones_stream(tmp_path):
 
 
 def _worker_command(data_dir, out):
-  return [sys.executable, os.path.join(REPO, "tests",
-                                       "multi_worker_count_check.py"),
+  # As a module of the tests package: run as a script, tests/ would come
+  # first on its path and its pretrain/ would hide the project's.
+  return [sys.executable, "-m", "tests.multi_worker_count_check",
           str(data_dir), json.dumps(HPARAMS), str(STEPS), str(out)]
 
 

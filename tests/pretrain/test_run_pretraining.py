@@ -83,7 +83,7 @@ def _pretrain(data_dir, model_name, hparams, **env):
 
 
 def _harness(flags, data_dir, model_name, hparams, **env):
-  return _start([os.path.join("tests", "runner_harness.py")] + flags +
+  return _start(["-m", "tests.runner_harness"] + flags +
                 ["--"] + _run_args(data_dir, model_name, hparams), **env)
 
 
@@ -225,7 +225,7 @@ def test_mirrored_on_two_cpus_matches_one_device(data_dir, tmp_path):
       hparams["model_hparam_overrides"], hidden_dropout_prob=0.0,
       attention_probs_dropout_prob=0.0)
   out = str(tmp_path / "first_step.npz")
-  run = _finish(_start([os.path.join("tests", "mirrored_step_check.py"),
+  run = _finish(_start(["-m", "tests.mirrored_step_check",
                         str(data_dir), json.dumps(hparams), out]))
   assert run.returncode == 0, run
   values = np.load(out)
