@@ -9,16 +9,13 @@ cpu_curriculum study maps tokens to states whose mean pairwise cosine is
 The released all-MiniLM-L6-v2 is the other way round: cosine 0.08 and rank
 323 against its fresh shape's 0.37 and 292. Fine-tuning logs these numbers
 for every pre-trained start, and calls a start "collapsed" when its states
-are less spread than fresh ones by both measures.
-
-Effective rank (Roy and Vetterli 2007): exp of the entropy of the
-normalised singular values of the centred states, between 1 (every state
-on one line) and the width.
+are less spread than fresh ones by both measures (util/state_geometry.py).
 """
 
 import numpy as np
 
 from finetune import reinit
+from util import state_geometry
 
 # How many text rows the measure reads (their real tokens, [PAD] excluded).
 NUM_ROWS = 64
@@ -37,16 +34,7 @@ def token_state_geometry(encoder, inputs):
   """
   rows = {k: v[:NUM_ROWS] for k, v in inputs.items()}
   states = np.asarray(encoder(rows, training=False), np.float64)
-  tokens = states[np.asarray(rows["input_mask"]) > 0]  # [n, hidden]
-  unit = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True),
-                             1e-12)
-  total = unit.sum(axis=0)
-  n = len(unit)
-  cosine = (total @ total - n) / max(n * (n - 1), 1)
-  singular = np.linalg.svd(tokens - tokens.mean(axis=0), compute_uv=False)
-  p = singular / max(singular.sum(), 1e-12)
-  rank = float(np.exp(-np.sum(p * np.log(np.maximum(p, 1e-12)))))
-  return float(cosine), rank
+  return state_geometry.spread(states[np.asarray(rows["input_mask"]) > 0])
 
 
 def describe_start(encoder, inputs):

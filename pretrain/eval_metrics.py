@@ -30,6 +30,12 @@ for JSON (written, tabled and plotted by pretrain/eval_report.py). Shapes
     disc_correct_<src>  int    1 where D was right, replacements drawn from
                                <src> (DRAW_SOURCES: pG = p_G, pS = the
                                learned sampler p_S, uniform)
+  token states [B, L, H] (need `input_mask`):
+    disc_states         float  D's encoder's top-layer states of the original
+                               text: how spread out they are
+                               (`disc_state_cosine`, `disc_state_rank`,
+                               util/state_geometry.py), over the first
+                               MAX_STATE_TOKENS real tokens seen
 
 Any subset may be given; a metric appears in `result()` only if its inputs were
 seen. Where a metric is undefined (no positives for AUC, constant estimates for
@@ -54,6 +60,7 @@ import numpy as np
 from pretrain.rank_stats import exact_auc
 from pretrain.rank_stats import pearson
 from pretrain.rank_stats import spearman
+from util import state_geometry
 
 NUM_HIST_BINS = 10
 HIST_EDGES = np.linspace(0.0, 1.0, NUM_HIST_BINS + 1)
@@ -68,7 +75,11 @@ _PRED_KEYS = ("masked_lm_preds", "masked_lm_ids", "masked_lm_weights",
 _TOKEN_KEYS = (("disc_probs", "disc_labels", "input_mask",
                 "disc_loss_per_token", "masked_position_mask", "input_ids") +
                tuple("disc_correct_" + src for src in DRAW_SOURCES))
-KNOWN_KEYS = frozenset(_PRED_KEYS + _TOKEN_KEYS)
+_STATES_KEY = "disc_states"
+KNOWN_KEYS = frozenset(_PRED_KEYS + _TOKEN_KEYS + (_STATES_KEY,))
+# Enough tokens for a stable effective rank at ELECTRA-Base's width (768),
+# few enough to keep in memory and decompose in about a second.
+MAX_STATE_TOKENS = 4096
 # D's accuracy under each source, on all real tokens and at masked ones.
 _HARDNESS_METRICS = tuple("disc_accuracy_%s_%s" % (src, where)
                           for where in ("all", "masked")
@@ -80,7 +91,8 @@ MAIN_METRICS = (
     "sampled_masked_lm_accuracy", "replacement_rate", "disc_loss", "disc_auc",
     "disc_accuracy", "disc_precision", "disc_recall", "disc_accuracy_masked",
     "disc_loss_replaced", "disc_loss_original", "replacement_log10_rank",
-    "original_log10_rank", "estimator_spearman", "estimator_pearson") + (
+    "original_log10_rank", "disc_state_cosine", "disc_state_rank",
+    "estimator_spearman", "estimator_pearson") + (
         _HARDNESS_METRICS) + (
     "num_masked", "num_tokens", "num_estimator_pairs")
 
@@ -111,6 +123,7 @@ class PretrainEvalAccumulator(object):
     self._est, self._actual = [], []
     self._token_counts = np.zeros(0, np.int64)
     self._replaced_pairs = []  # [n, 2] (x'_t, x_t) where x'_t != x_t
+    self._states = []  # [n, H] D's states at real tokens, n <= MAX_STATE_TOKENS
 
   def _add(self, name, value):
     self._sums[name] = self._sums.get(name, 0) + value
@@ -128,6 +141,17 @@ class PretrainEvalAccumulator(object):
       self._update_predictions(b)
     if any(k in b for k in _TOKEN_KEYS if k != "input_mask"):
       self._update_tokens(b)
+    if _STATES_KEY in b:
+      self._update_states(b)
+
+  def _update_states(self, b):
+    states, mask = b[_STATES_KEY], b.get("input_mask")
+    if mask is None or states.shape[:2] != mask.shape:
+      raise ValueError("eval key %r needs 'input_mask' of its first two "
+                       "dimensions" % _STATES_KEY)
+    left = MAX_STATE_TOKENS - sum(len(s) for s in self._states)
+    if left > 0:
+      self._states.append(states[mask > 0][:left].astype(np.float32))
 
   @staticmethod
   def _check_shapes(b, keys, mask_key):
@@ -257,6 +281,13 @@ class PretrainEvalAccumulator(object):
                      "or constant estimated/actual loss)")
     if "frequency" in seen and self._replaced_pairs:
       out.update(self._replacement_ranks())
+    tokens = sum(len(s) for s in self._states)
+    if tokens >= 2:
+      out["disc_state_cosine"], out["disc_state_rank"] = state_geometry.spread(
+          np.concatenate(self._states))
+    elif self._states:
+      notes.append("disc_state_cosine, disc_state_rank: undefined (fewer "
+                   "than 2 real tokens)")
     if "disc" in seen:
       tp, fp, fn = s["disc_tp"], s["disc_fp"], s["disc_fn"]
       out["disc_precision"] = _ratio(tp, tp + fp, "disc_precision (no token "

@@ -11,7 +11,11 @@ model/temperature_schedule.py); unless that is already plain ELECTRA's draw
 p_G at temperature 1, reported with the suffix `_t1` (`disc_auc_t1`, D's
 losses on replaced and original tokens), so that an AUC on easy draws never
 passes for a D that uses context. D's accuracies are filed under the
-distribution drawn from (`Sampler.drawn_from`: pG, pS or uniform). The
+distribution drawn from (`Sampler.drawn_from`: pG, pS or uniform). D's
+encoder also reads the real text of each batch: how spread out its states
+are (`disc_state_cosine`, `disc_state_rank`; util/state_geometry.py) says
+whether D is collapsing, which makes a start worse than random
+initialisation for fine-tuning (docs/performance.md). The
 estimator's correlations are taken in log space (`est_log_disc_loss`,
 `actual_log_disc_loss`). Results go to `<model_dir>/results/` as JSON and
 text, the generator's max-probability histogram as a PNG.
@@ -75,6 +79,10 @@ def make_eval_step(model, strategy, report_focal_loss=False):
     out = model(features, training=False, step=step, sampler=sampler)
     batch = {k: out[k] for k in output_keys if k in out}
     batch.update({k: features[k] for k in _FEATURE_KEYS})
+    # D's states of the real text, as fine-tuning will see it.
+    batch["disc_states"] = tf.cast(model.discriminator.encoder(
+        {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")},
+        training=False), tf.float32)
     if "disc_probs" not in out:
       return batch
     batch["disc_correct_" + sampler.drawn_from] = _disc_correct(out)

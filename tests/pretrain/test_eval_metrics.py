@@ -7,6 +7,7 @@ import pytest
 
 from pretrain import eval_metrics as em
 from tests import paths
+from util import state_geometry
 
 
 def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
@@ -31,7 +32,8 @@ def _random_batch(rng, batch=6, preds=5, length=12, vocab=7):
       input_ids=rng.integers(0, vocab, (batch, length)),
       disc_correct_pG=rng.integers(0, 2, (batch, length)),
       disc_correct_pS=rng.integers(0, 2, (batch, length)),
-      disc_correct_uniform=rng.integers(0, 2, (batch, length)))
+      disc_correct_uniform=rng.integers(0, 2, (batch, length)),
+      disc_states=rng.normal(size=(batch, length, 4)))
 
 
 def _result(**batch):
@@ -206,3 +208,31 @@ def test_frequency_ranks_of_replacements_and_of_the_tokens_replaced():
       (np.log10(3) + np.log10(4)) / 2)
   assert r["original_log10_rank"] == pytest.approx(
       (np.log10(1) + np.log10(2)) / 2)
+
+
+def test_disc_states_spread_counts_real_tokens_up_to_the_limit(monkeypatch):
+  rng = np.random.RandomState(0)
+  mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]])
+  # Real tokens spread over 8 directions; padding all along one far vector.
+  states = rng.normal(size=(2, 4, 8))
+  states[mask == 0] = 100.0
+  acc = em.PretrainEvalAccumulator()
+  acc.update(dict(disc_states=states, input_mask=mask))
+  spread = acc.result()
+  want = state_geometry.spread(states[mask > 0])
+  assert (spread["disc_state_cosine"], spread["disc_state_rank"]) == (
+      pytest.approx(want, rel=1e-5))
+  assert spread["disc_state_cosine"] < 0.5
+  # Only the first MAX_STATE_TOKENS real tokens are kept.
+  monkeypatch.setattr(em, "MAX_STATE_TOKENS", 3)
+  acc = em.PretrainEvalAccumulator()
+  acc.update(dict(disc_states=states, input_mask=mask))
+  acc.update(dict(disc_states=states, input_mask=mask))
+  assert acc.result()["disc_state_rank"] == pytest.approx(
+      state_geometry.spread(states[0, :3])[1], rel=1e-5)
+
+
+def test_disc_states_need_the_mask_of_their_tokens():
+  with pytest.raises(ValueError, match="disc_states"):
+    em.PretrainEvalAccumulator().update(dict(
+        disc_states=np.zeros((2, 4, 8)), input_mask=np.ones((2, 5))))
