@@ -1,14 +1,11 @@
-"""bench/dtype_numerics.py: the float32 vs bfloat16 numerics check."""
-
-import json
-import subprocess
-import sys
+"""bench/dtype_numerics.py: the float32 vs bfloat16 numerics check (its
+statistics and inputs; a real tiny run, its report and its resume are
+tests/test_readme_commands.py's, which runs the command docs/performance.md
+shows)."""
 
 import pytest
 
 from bench import dtype_numerics
-from tests import paths
-from tests import pretrain_fixtures
 from util.errors import UserError
 
 
@@ -50,27 +47,3 @@ def test_bad_inputs_are_user_errors(tmp_path):
     dtype_numerics.parse_list("1,x", "seeds", int)
   with pytest.raises(UserError, match="neither a file"):
     dtype_numerics.load_hparams(str(tmp_path / "missing.json"))
-
-
-def test_tiny_check_runs_both_dtypes_and_resumes(tmp_path):
-  data = pretrain_fixtures.make_data_dir(tmp_path, num_examples=40)
-  hparams = dict(pretrain_fixtures.RUNNER_HPARAMS, num_train_steps=2,
-                 num_eval_steps=1)
-  argv = [sys.executable, "bench/dtype_numerics.py", "--data-dir", data,
-          "--hparams", json.dumps(hparams), "--seeds", "1,2",
-          "--eval-every", "1", "--output", str(tmp_path / "report")]
-  first = subprocess.run(argv, cwd=paths.REPO, capture_output=True,
-                         text=True, timeout=600)
-  assert first.returncode == 0, first.stderr[-3000:]
-  result = json.loads((tmp_path / "report" / "numerics.json").read_text())
-  auc = next(r for r in result["rows"]
-             if r["metric"] == "disc_auc" and r["step"] == "final")
-  assert len(auc["values"]["float32"]) == len(auc["values"]["bfloat16"]) == 2
-  assert all(0.0 <= v <= 1.0 for vs in auc["values"].values() for v in vs)
-  report = (tmp_path / "report" / "numerics.md").read_text()
-  assert "Verdict (Holm-adjusted p < 0.05):" in report
-  # A second call finds the four runs finished and runs none of them.
-  second = subprocess.run(argv, cwd=paths.REPO, capture_output=True,
-                          text=True, timeout=600)
-  assert second.returncode == 0, second.stderr[-3000:]
-  assert "== numerics-" not in second.stdout

@@ -428,6 +428,26 @@ def test_readme_commands_leave_their_outputs(readme_runs):
       assert len(json.load(f)["trials"]) == 3
 
 
+def test_the_numerics_check_leaves_its_report_and_resumes(readme_runs):
+  """bench/dtype_numerics.py (docs/performance.md): both dtypes' runs of
+  every seed in its report, a verdict, and a second call that finds the
+  runs finished and runs none of them."""
+  report = os.path.join(readme_runs["data_dir"], "numerics")
+  with open(os.path.join(report, "numerics.json")) as f:
+    rows = json.load(f)["rows"]
+  auc = next(r for r in rows
+             if r["metric"] == "disc_auc" and r["step"] == "final")
+  assert len(auc["values"]["float32"]) == len(auc["values"]["bfloat16"]) == 2
+  assert all(0.0 <= v <= 1.0 for vs in auc["values"].values() for v in vs)
+  with open(os.path.join(report, "numerics.md")) as f:
+    assert "Verdict (Holm-adjusted p < 0.05):" in f.read()
+  command = next(c for c in guide_commands()
+                 if _script(c) == "bench/dtype_numerics.py")
+  again = _run(runnable(command, os.path.dirname(readme_runs["data_dir"])))
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "== numerics-" not in again.stdout
+
+
 def test_readme_chinese_run_leaves_its_outputs(readme_runs):
   zh = readme_runs["zh_dir"]
   data = os.path.join(zh, "data")
