@@ -108,6 +108,11 @@ def _pretrain(config, strategy):
   def log(message):
     print(message, flush=True)
 
+  changed = saved_config.changed_on_resume(config, configure.PRETRAIN_FIELDS)
+  if changed:
+    log("Note: resuming with hparams changed since config.json: %s; they "
+        "apply from the resumed step on." % ", ".join(changed))
+
   dtype_policy.resolve(config, log)
   xla_fusion.resolve(config, log)
   process_setup.set_up_process(config.mixed_precision, config.seed,

@@ -115,6 +115,29 @@ def _check_data_identity(config, saved, path, ckpt_dir):
             shard_identity.shard_set_changes(before, now)))
 
 
+def _same(a, b):
+  if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+    return float(a) == float(b)
+  return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def changed_on_resume(config, fields):
+  """["key saved -> now", ...]: the hparams among `fields` (the
+  user-settable ones) that a resumed run changes from its config.json,
+  shapes aside (`check_saved_config` refuses those). Empty when the model
+  directory holds no checkpoint to resume."""
+  path = os.path.join(config.model_dir, "config.json")
+  ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
+  if not (io_utils.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
+    return []
+  theirs = saved_hparams(read_saved(path), fields)
+  ours = config.to_dict()
+  return ["%s %s -> %s" % (k, json.dumps(theirs[k]), json.dumps(ours.get(k)))
+          for k in sorted(theirs)
+          if k not in SHAPE_KEYS and k != "model_hparam_overrides" and
+          not _same(theirs[k], ours.get(k))]
+
+
 def check_saved_config(config):
   """Refuses to resume a model directory written with other model shapes,
   or whose checkpoint is past `num_train_steps` (resuming would rewrite

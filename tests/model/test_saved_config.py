@@ -52,6 +52,25 @@ def test_resume_with_the_same_shapes_passes(tmp_path):
       model_hparam_overrides={"hidden_size": 64}))
 
 
+def test_a_resume_names_the_hparams_it_changes(tmp_path):
+  _resumable(tmp_path, model_hparam_overrides={"hidden_size": 64},
+             learning_rate=1e-3, focal_gamma=1)
+  same = PretrainingConfig("m", "/d", vocab_size=100, model_dir=str(tmp_path),
+                           model_hparam_overrides={"hidden_size": 64},
+                           learning_rate=0.001, focal_gamma=1.0)
+  assert saved_config.changed_on_resume(same, configure.PRETRAIN_FIELDS) == []
+  changed = PretrainingConfig("m", "/d", vocab_size=100,
+                              model_dir=str(tmp_path),
+                              model_hparam_overrides={"hidden_size": 64},
+                              learning_rate=5e-4, focal_gamma=2.0)
+  assert saved_config.changed_on_resume(changed, configure.PRETRAIN_FIELDS) == [
+      "focal_gamma 1.0 -> 2.0", "learning_rate 0.001 -> 0.0005"]
+  # Nothing to resume: nothing changed.
+  fresh = PretrainingConfig("m", "/d", vocab_size=100,
+                            model_dir=str(tmp_path / "new"))
+  assert saved_config.changed_on_resume(fresh, configure.PRETRAIN_FIELDS) == []
+
+
 def test_resume_with_other_shapes_names_what_differs(tmp_path):
   _resumable(tmp_path, model_hparam_overrides={"hidden_size": 64})
   other = PretrainingConfig("m", "/d", vocab_size=100, model_dir=str(tmp_path),
