@@ -17,8 +17,12 @@ TFLite builtins plus tensorflow-text's custom ops only (no Select TF ops):
 
 `--quantize`: "none" (float32), "dynamic" (dynamic-range INT8: weights
 int8, activations quantized on the fly; `tf.lite.Optimize.DEFAULT`) or
-"float16" (weights float16). Tagging (`tags` are strings gathered per
-token) and SQuAD spans convert too.
+"float16" (weights float16). Every task kind converts: classification,
+regression, tagging (`tags` are strings gathered per token) and SQuAD
+spans (one window). A SentencePiece model's tokenizer gives the
+SavedModel's ids except for characters without a piece: SentencePiece's
+byte fallback spells them as bytes, TFLite's FastSentencepieceTokenizer
+gives one [UNK].
 
 The file runs with LiteRT's interpreter (`ai-edge-litert`) and
 tensorflow-text's kernels, in a process that imports nothing else:
@@ -82,9 +86,11 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
   from export import saved_model  # pylint: disable=g-import-not-at-top
   from export import tflite_text
   from util import io_utils
-  # One group of heads: TFLite runs its ops one after another.
+  # One group of heads (TFLite runs its ops one after another), tokens as
+  # rows (one branch: half the file, and the conversion's time).
   kind, module = saved_model.task_module(
-      model, task, config, log, tflite_text.TfliteTextEncoder, parts=1)
+      model, task, config, log, tflite_text.TfliteTextEncoder, parts=1,
+      by_columns=False)
   function = module.serve_text.get_concrete_function()
   flatbuffer = convert(function, module, quantize)
   io_utils.make_dirs(output_dir)
@@ -92,6 +98,10 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
   io_utils.write_bytes_atomic(path, flatbuffer)
   tokenizer = ("wordpiece" if module.encoder._sp_unk is None  # pylint: disable=protected-access
                else "sentencepiece")
+  if tokenizer == "sentencepiece":
+    log("note: TFLite's FastSentencepieceTokenizer has no byte fallback: a "
+        "character without a piece becomes [UNK], where SentencePiece (and "
+        "the SavedModel) spell its bytes")
   labels = getattr(task, "label_list", None)
   meta = dict(
       kind=kind, task=task.name, inputs=list(module.text_input_names),

@@ -37,7 +37,7 @@ class TfliteTextEncoder(TextEncoder):
   """
 
   def _sentencepiece_tokenizer(self, model):
-    return tf_text.FastSentencepieceTokenizer(model, out_type=tf.int32)
+    return tf_text.FastSentencepieceTokenizer(model)
 
   def _wordpiece_tokenizer(self, tokens, do_lower_case):
     self._normalizer = tf_text.FastBertNormalizer(

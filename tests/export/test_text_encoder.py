@@ -25,7 +25,8 @@ def test_edge_case_texts_get_the_ids_fine_tuning_gives():
   texts = ["", "   ", "\t\n", "the movie", "", "?!...", "the " * 20,
            "the \u5f71\u7247 movie \u0444\u0438\u043b\u044c\u043c",
            "the movie \U0001f600\U0001f3ac!"]
-  features = {k: v.numpy() for k, v in encoder.encode(tf.constant(texts)).items()}
+  features = {k: v.numpy()
+              for k, v in encoder.encode(tf.constant(texts)).items()}
   want = np.array([_python_ids(tokenizer, t) for t in texts])
   np.testing.assert_array_equal(features["input_ids"], want)
   np.testing.assert_array_equal(features["input_mask"], (want > 0).astype(int))
