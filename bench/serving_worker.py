@@ -189,8 +189,21 @@ def measure(side, sentences, batch_sizes):
           tokenize=tokenize, model=model,
           padded_length=sum(lengths) / float(len(lengths)))
     labels = [int(label) for batch in predicted for label in batch]
-  peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KB
-  return dict(times=result, labels=labels, peak_rss_mb=peak_kb / 1e3)
+  return dict(times=result, labels=labels, peak_rss_mb=_peak_rss_mb())
+
+
+def _peak_rss_mb():
+  """This process's peak resident memory: VmHWM on Linux (ru_maxrss keeps
+  the forking parent's peak across exec), else ru_maxrss."""
+  try:
+    with open("/proc/self/status") as f:
+      for line in f:
+        if line.startswith("VmHWM:"):
+          return int(line.split()[1]) / 1e3  # kB
+  except OSError:
+    pass
+  peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  return peak / (1e6 if sys.platform == "darwin" else 1e3)
 
 
 def main(argv):
