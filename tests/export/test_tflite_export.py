@@ -14,7 +14,8 @@ tensorflow_text imports TensorFlow itself (its kernels link against it),
 so the fresh process asserts that neither the project's packages nor
 tf_keras were imported. Also: the SentencePiece tokenizer in TFLite gives
 `TextEncoder`'s ids (but [UNK] where SentencePiece falls back to bytes),
-and bad flags exit 2.
+the encoder as the export converts it computes the Keras encoder's
+outputs for 1 to 4 heads, and bad flags exit 2.
 """
 
 import csv
@@ -28,6 +29,7 @@ import pytest
 import tensorflow as tf
 
 import export_model
+from export import inference_encoder
 from export import saved_model
 from export import tflite
 from export import tflite_text
@@ -37,6 +39,7 @@ from finetune import runner
 from tests import finetune_fixtures as ff
 from tests import interop_fixtures as ix
 from tests import sentencepiece_fixtures as spf
+from tests.export import test_inference_encoder as encoders
 from util.errors import UserError
 
 SEQ = 16
@@ -213,3 +216,27 @@ def test_bad_flags_exit_2(tmp_path, argv, message):
     export_model.main(["--data-dir", str(tmp_path), "--model-name", "M",
                        "--output", str(tmp_path / "o")] + argv)
   assert error.value.exit_code == 2
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3, 4])
+def test_the_encoder_in_tflite_computes_the_keras_encoders_outputs(heads):
+  """`InferenceEncoder` as export/tflite.py converts it (one group, tokens
+  as rows), on a padded batch; 37 FFN units."""
+  encoder = encoders._encoder(hidden=24, heads=heads, intermediate=37)  # pylint: disable=protected-access
+  module = tf.Module()
+  module.network = inference_encoder.InferenceEncoder(encoder, parts=1,
+                                                      by_columns=False)
+  ids = tf.TensorSpec([None, None], tf.int32)
+
+  @tf.function(input_signature=[ids] * 3)
+  def forward(input_ids, input_mask, segment_ids):
+    return dict(sequence_output=module.network(dict(
+        input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids)))
+  from ai_edge_litert import interpreter  # pylint: disable=g-import-not-at-top
+  run = interpreter.Interpreter(model_content=tflite.convert(
+      forward.get_concrete_function(), module)).get_signature_runner()
+  inputs = encoders._inputs([9, 4], seq_len=12)  # pylint: disable=protected-access
+  got = run(**{k: np.asarray(v) for k, v in inputs.items()})
+  want = encoder(inputs, training=False).numpy()
+  mask = np.asarray(inputs["input_mask"], bool)
+  assert np.abs(got["sequence_output"] - want)[mask].max() < TOL
