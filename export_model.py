@@ -1,4 +1,5 @@
-"""Exports a model: Hugging Face folders, Google TF1 checkpoint, SavedModel.
+"""Exports a model: Hugging Face folders, Google TF1 checkpoint, SavedModel,
+TFLite.
 
   python export_model.py --data-dir D --model-name M \\
       --format hf|tf1|saved_model --output OUT [--hparams JSON|path]
@@ -22,6 +23,14 @@ model fine-tuned on that task instead, serving the task's outputs:
 
   python export_model.py --data-dir D --model-name M --task sst \\
       --format saved_model --output OUT [--trial K]
+
+`tflite` (with `--task` only) writes OUT/model.tflite, the same text-in
+model with the tokenizer inside, run by LiteRT's interpreter with
+tensorflow-text's kernels, and OUT/tflite.json (export/tflite.py);
+`--quantize none|dynamic|float16` (default none; dynamic is INT8 weights):
+
+  python export_model.py --data-dir D --model-name M --task sst \\
+      --format tflite --output OUT [--quantize dynamic]
 
 A model whose config.json records a SentencePiece model as its vocab_file
 (pre-trained on a data directory holding sentencepiece.model) is exported
@@ -65,7 +74,7 @@ def parse_args(argv=None):
   parser.add_argument("--model-name", help="The model under <data-dir>/models.")
   parser.add_argument("--checkpoint", help="Any loadable source instead.")
   parser.add_argument("--format", required=True,
-                      choices=("hf", "tf1", "saved_model"))
+                      choices=("hf", "tf1", "saved_model", "tflite"))
   parser.add_argument("--output", required=True, help="Output directory: "
                       "new or empty, unless --overwrite.")
   parser.add_argument("--overwrite", action="store_true",
@@ -75,7 +84,10 @@ def parse_args(argv=None):
                       help="JSON string or path to a .json file.")
   parser.add_argument("--task", help="Export the model fine-tuned on this "
                       "task (D/models/M/finetuning_models/<task>/) as a "
-                      "SavedModel serving the task.")
+                      "SavedModel (or TFLite model) serving the task.")
+  parser.add_argument("--quantize", choices=("none", "dynamic", "float16"),
+                      help="tflite: none (float32, the default), dynamic "
+                      "(dynamic-range INT8 weights) or float16 weights.")
   parser.add_argument("--trial", type=int, default=1,
                       help="With --task: which trial (default 1).")
   parser.add_argument("--sentencepiece-model",
@@ -148,10 +160,17 @@ def _check_flags(args):
     raise UserError("give --data-dir and --model-name, or --checkpoint.")
   if args.checkpoint is None:
     configure.check_model_name(args.model_name)
-  if args.task and (args.format != "saved_model" or args.checkpoint):
+  if args.task and (args.format not in ("saved_model", "tflite") or
+                    args.checkpoint):
     raise UserError("--task exports a fine-tuned model of --data-dir/"
-                    "--model-name as a SavedModel (--format saved_model); "
-                    "hf and tf1 export pre-trained models.")
+                    "--model-name as a SavedModel (--format saved_model) "
+                    "or TFLite model (--format tflite); hf and tf1 export "
+                    "pre-trained models.")
+  if args.format == "tflite" and not args.task:
+    raise UserError("--format tflite exports a fine-tuned task model: give "
+                    "--task NAME (a pre-trained model has no TFLite export).")
+  if args.quantize and args.format != "tflite":
+    raise UserError("--quantize applies to --format tflite only.")
   if args.sentencepiece_model and (args.task or args.format == "tf1"):
     raise UserError("--sentencepiece-model applies to pre-trained models "
                     "exported as hf or saved_model (a fine-tuned model is "
@@ -186,17 +205,23 @@ def _pretrained_source(args, user):
 
 
 def _export_finetuned(args, user):
-  """--task: the fine-tuned model of a task as a SavedModel."""
+  """--task: the fine-tuned model of a task as a SavedModel or TFLite."""
   from finetune import finetuned_model  # pylint: disable=g-import-not-at-top
   from export import output_dir
   from export import saved_model
+  from export import tflite
   model_dir = user.get("model_dir") or posixpath.join(
       args.data_dir, "models", args.model_name)
   model, task, config = finetuned_model.load_finetuned(
       model_dir, args.data_dir, args.task, args.trial)
   output_dir.check_output(args.output, args.overwrite)
   with output_dir.staged(args.output) as (target, log):
-    saved_model.export_task_saved_model(model, task, config, target, log=log)
+    if args.format == "tflite":
+      tflite.export_task_tflite(model, task, config, target,
+                                args.quantize or "none", log=log)
+    else:
+      saved_model.export_task_saved_model(model, task, config, target,
+                                          log=log)
   return 0
 
 

@@ -1,8 +1,10 @@
-"""Serving a fine-tuned classifier on CPU: our SavedModel beside transformers.
+"""Serving a fine-tuned classifier on CPU: our SavedModel and TFLite
+models beside transformers.
 
   python bench/serving.py --data-dir D --model-name M --task sst \\
       [--trial 1] [--tsv dev.tsv --column sentence] [--sentences N] \\
-      [--batch-sizes 1,32] [--threads 2] [--rounds 3] [--json out.json]
+      [--batch-sizes 1,32] [--threads 2] [--rounds 3] [--json out.json] \\
+      [--sides ours,ours_tflite,...] [--label-column label]
 
 Trial `--trial` of task `--task` fine-tuned in D/models/M (a one-text
 classification task) is exported twice into a work directory
@@ -14,12 +16,19 @@ task head's weights. The head is applied in PyTorch as ours computes it
 transformers' `ElectraForSequenceClassification` has another head (dense,
 GELU, dense), which these weights do not fill.
 
+The sides (`--sides`, default all): `ours` (that SavedModel),
+`ours_tflite` and `ours_tflite_int8` (the text-in .tflite of
+`export_model.py --format tflite`, float32 and `--quantize dynamic`),
+`transformers` and `transformers_int8` (its Linear layers quantized by
+PyTorch's `torch.ao.quantization.quantize_dynamic`, qint8).
 Each side runs in a process of its own (bench/serving_worker.py), on CPU,
 with `--threads` threads (TensorFlow's inter-op pool, and an intra-op pool
 of half as many, since the export computes two groups of heads and FFN
-units side by side (export/inference_encoder.py); torch.set_num_threads
+units side by side (export/inference_encoder.py); the TFLite
+interpreter's threads; torch.set_num_threads
 and the fast tokenizer's pool): ours with only
-tensorflow and tensorflow_text imported, the other with transformers'
+tensorflow and tensorflow_text imported, the TFLite sides with only
+ai_edge_litert and tensorflow_text, transformers with its
 AutoTokenizer (fast) and AutoModel. Both read the same sentences (column
 `--column` of `--tsv`). Per round, each side in turn (alternating who goes
 first) times, at each batch size:
@@ -29,9 +38,13 @@ first) times, at each batch size:
 The table shows sentences/s of e2e (median of the rounds, and their
 spread), p50/p99 latency per call, the median tokenize and model time per
 call, and the padded length each side computes on (ours pads to
-max_seq_length, transformers to the longest sentence of the batch). The
-predicted labels of both sides are compared. The JSON (`--json`) holds the
-same and every call's time.
+max_seq_length, transformers to the longest sentence of the batch; a
+.tflite has its tokenizer inside: "-"), the accuracy against the TSV's
+`--label-column` (when it has one), the model's file size (SavedModel
+directory, .tflite, model.safetensors; the quantized PyTorch state dict)
+and the worker process's peak resident memory (the runtime included).
+The predicted labels of ours and transformers are compared. The JSON
+(`--json`) holds the same and every call's time.
 
 Needs torch and transformers (requirements-test.txt); without them it says
 how to install them and exits 2.
@@ -62,7 +75,12 @@ from util.cli import require_at_least
 from util.cli import run_main
 from util.errors import UserError
 
-SIDES = ("ours", "transformers")
+SIDES = ("ours", "ours_tflite", "ours_tflite_int8", "transformers",
+         "transformers_int8")
+# The throughput and p50 ratios the table states, where both sides ran.
+RATIOS = (("ours", "transformers"), ("ours_tflite", "ours"),
+          ("ours_tflite_int8", "ours"),
+          ("ours_tflite_int8", "transformers_int8"))
 _INSTALL = (
     "bench/serving.py compares with transformers on PyTorch, which this "
     "Python lacks (%s). Install them into the venv: pip install "
@@ -94,7 +112,19 @@ def parse_args(argv):
                       help="where the exports go (new or empty; kept); "
                       "default a temporary directory, removed")
   parser.add_argument("--json", default=None, help="write the results here")
+  parser.add_argument("--sides", default=",".join(SIDES),
+                      help="which of %s to run (default all)" % (
+                          ", ".join(SIDES)))
+  parser.add_argument("--label-column", default="label",
+                      help="the TSV's gold labels, for the accuracy (none "
+                      "if the TSV has no such column)")
   args = parser.parse_args(argv)
+  wanted = args.sides.split(",")
+  unknown = sorted(set(wanted) - set(SIDES))
+  args.sides = [side for side in SIDES if side in wanted]
+  if unknown or not args.sides:
+    raise UserError("--sides takes some of %s, not %s." % (
+        ", ".join(SIDES), ", ".join(unknown) or "none"))
   try:
     args.batch_sizes = sorted({int(b) for b in args.batch_sizes.split(",")})
   except ValueError:
@@ -121,14 +151,17 @@ def check_transformers():
     raise UserError(_INSTALL % " and ".join(missing))
 
 
-def read_sentences(path, column, limit=0):
-  """The `column` of a TSV file with a header line (first `limit`; 0: all)."""
+def read_sentences(path, column, limit=0, required=True):
+  """The `column` of a TSV file with a header line (first `limit`; 0: all);
+  None if it has no such column and not `required`."""
   try:
     with open(path, encoding="utf-8") as f:
       lines = f.read().splitlines()
   except OSError as e:
     raise UserError("cannot read --tsv %s (%s)." % (path, e.strerror))
   header = lines[0].split("\t") if lines else []
+  if column not in header and not required:
+    return None
   if column not in header:
     raise UserError("%s has no column %r (its header: %s)." % (
         path, column, ", ".join(header) or "none"))
@@ -186,15 +219,17 @@ class _Worker(object):
     self._log.close()
 
 
-def run_rounds(spec_path, work_dir, threads, rounds):
-  """Starts both workers and times `rounds` interleaved rounds.
+def run_rounds(spec_path, work_dir, threads, rounds, sides=SIDES):
+  """Starts a worker per side and times `rounds` interleaved rounds (the
+  order of the sides reversed every other round).
 
-  Returns ({side: version}, {side: [round results]}).
+  Returns ({side: its ready line: "version", "size_mb"}, {side: [round
+  results]}).
   """
-  workers = [_Worker(side, spec_path, work_dir, threads) for side in SIDES]
+  workers = [_Worker(side, spec_path, work_dir, threads) for side in sides]
   try:
-    versions = {w.side: w.read()["version"] for w in workers}
-    results = {side: [] for side in SIDES}
+    versions = {w.side: w.read() for w in workers}
+    results = {side: [] for side in sides}
     for r in range(rounds):
       for worker in (workers if r % 2 == 0 else workers[::-1]):
         sys.stderr.write("round %d/%d: %s\n" % (r + 1, rounds, worker.side))
@@ -222,28 +257,42 @@ def summarise(rounds, num_sentences):
     pooled = {k: [s for t in per_round for s in t[k]]
               for k in ("e2e", "tokenize", "model")}
     rate = statistics.median(rates)
-    tokenize, model = sum(pooled["tokenize"]), sum(pooled["model"])
-    rows.append(dict(
+    row = dict(
         batch_size=int(batch_size), sentences_per_s=rate,
         spread=100.0 * (max(rates) - min(rates)) / rate,
         p50_ms=1e3 * _percentile(pooled["e2e"], 50),
         p99_ms=1e3 * _percentile(pooled["e2e"], 99),
-        tokenize_ms=1e3 * statistics.median(pooled["tokenize"]),
-        model_ms=1e3 * statistics.median(pooled["model"]),
-        tokenize_share=100.0 * tokenize / (tokenize + model),
-        padded_length=statistics.mean(t["padded_length"] for t in per_round),
-        rounds_sentences_per_s=rates, calls_s=pooled))
+        tokenize_ms=None, model_ms=None, tokenize_share=None,
+        padded_length=None, rounds_sentences_per_s=rates, calls_s=pooled)
+    if pooled["tokenize"]:  # not a .tflite (its tokenizer is inside)
+      tokenize, model = sum(pooled["tokenize"]), sum(pooled["model"])
+      row.update(
+          tokenize_ms=1e3 * statistics.median(pooled["tokenize"]),
+          model_ms=1e3 * statistics.median(pooled["model"]),
+          tokenize_share=100.0 * tokenize / (tokenize + model),
+          padded_length=statistics.mean(t["padded_length"]
+                                        for t in per_round))
+    rows.append(row)
   return rows
 
 
-def compare(rows):
-  """{batch size: ours / transformers ratios of throughput and p50}."""
-  theirs = {r["batch_size"]: r for r in rows["transformers"]}
+def compare(rows, side="ours", other="transformers"):
+  """{batch size: side / other ratios of throughput and p50}."""
+  theirs = {r["batch_size"]: r for r in rows[other]}
   return {str(r["batch_size"]): dict(
       throughput=r["sentences_per_s"] /
       theirs[r["batch_size"]]["sentences_per_s"],
       p50_latency=r["p50_ms"] / theirs[r["batch_size"]]["p50_ms"])
-          for r in rows["ours"]}
+          for r in rows[side]}
+
+
+def accuracy(label_ids, labels, gold):
+  """The share of `gold` (label strings) that `label_ids` (ids into
+  `labels`) get right; None without gold labels."""
+  if gold is None:
+    return None
+  return sum(labels[i] == g for i, g in zip(label_ids, gold)) / float(
+      len(gold))
 
 
 _COLUMNS = (("batch_size", "batch", "%d"),
@@ -253,7 +302,9 @@ _COLUMNS = (("batch_size", "batch", "%d"),
             ("tokenize_ms", "tokenize ms", "%.2f"),
             ("model_ms", "model ms", "%.2f"),
             ("tokenize_share", "tokenize share", "%.0f%%"),
-            ("padded_length", "padded length", "%.1f"))
+            ("padded_length", "padded length", "%.1f"),
+            ("accuracy", "accuracy", "%.3f"), ("size_mb", "size MB", "%.1f"),
+            ("peak_rss_mb", "peak RSS MB", "%.0f"))
 
 
 def format_table(result):
@@ -261,21 +312,24 @@ def format_table(result):
   lines = ["| side | %s |" % " | ".join(h for _, h, _ in _COLUMNS),
            "|---|%s" % ("---:|" * len(_COLUMNS))]
   for side in SIDES:
-    for row in result["rows"][side]:
+    for row in result["rows"].get(side, ()):
       lines.append("| %s | %s |" % (side, " | ".join(
-          fmt % row[key] for key, _, fmt in _COLUMNS)))
+          "-" if row[key] is None else fmt % row[key]
+          for key, _, fmt in _COLUMNS)))
   lines.append("")
-  for batch_size, ratio in sorted(result["ours_vs_transformers"].items(),
-                                  key=lambda item: int(item[0])):
-    lines.append("batch %s: ours/transformers throughput %.2fx, p50 "
-                 "latency %.2fx" % (batch_size, ratio["throughput"],
-                                    ratio["p50_latency"]))
-  agree = result["labels_agree"]
-  lines.append("labels agree on %d of %d sentences" % (
-      agree, result["num_sentences"]))
-  lines.append("%s, %d threads, %d rounds, %s; %s; %s" % (
+  for pair, ratios in result["ratios"].items():
+    for batch_size, ratio in sorted(ratios.items(),
+                                    key=lambda item: int(item[0])):
+      lines.append("batch %s: %s throughput %.2fx, p50 latency %.2fx" % (
+          batch_size, pair, ratio["throughput"], ratio["p50_latency"]))
+  if result["labels_agree"] is not None:
+    lines.append("labels of ours and transformers agree on %d of %d "
+                 "sentences" % (result["labels_agree"],
+                                result["num_sentences"]))
+  lines.append("%s, %d threads, %d rounds, %s; %s" % (
       result["cpu"], result["threads"], result["rounds"], result["date"],
-      result["versions"]["ours"], result["versions"]["transformers"]))
+      "; ".join("%s: %s" % (side, version)
+                for side, version in result["versions"].items())))
   return "\n".join(lines)
 
 
@@ -286,6 +340,8 @@ def measure(args, work_dir):
     args.tsv = os.path.join(args.data_dir, "finetuning_data", args.task,
                             "dev.tsv")
   sentences = read_sentences(args.tsv, args.column, args.sentences)
+  gold = read_sentences(args.tsv, args.label_column, args.sentences,
+                        required=False)
   model_dir = args.model_dir or os.path.join(args.data_dir, "models",
                                              args.model_name)
   spec = serving_exports.export_both(
@@ -296,15 +352,27 @@ def measure(args, work_dir):
   spec_path = os.path.join(work_dir, "spec.json")
   with open(spec_path, "w", encoding="utf-8") as f:
     json.dump(spec, f)
-  versions, results = run_rounds(spec_path, work_dir, args.threads,
-                                 args.rounds)
-  rows = {side: summarise(results[side], len(sentences)) for side in SIDES}
-  labels = {side: results[side][0]["labels"] for side in SIDES}
+  ready, results = run_rounds(spec_path, work_dir, args.threads,
+                              args.rounds, args.sides)
+  rows, labels = {}, {}
+  for side in args.sides:
+    labels[side] = results[side][0]["labels"]
+    extra = dict(size_mb=ready[side]["size_mb"],
+                 peak_rss_mb=max(r["peak_rss_mb"] for r in results[side]),
+                 accuracy=accuracy(labels[side], spec["labels"], gold))
+    rows[side] = [dict(row, **extra)
+                  for row in summarise(results[side], len(sentences))]
+  ratios = {"%s/%s" % pair: compare(rows, *pair) for pair in RATIOS
+            if set(pair) <= set(rows)}
+  both = "ours" in labels and "transformers" in labels
   return dict(
-      rows=rows, ours_vs_transformers=compare(rows), labels=labels,
-      labels_agree=sum(a == b for a, b in zip(*labels.values())),
+      rows=rows, ratios=ratios,
+      ours_vs_transformers=ratios.get("ours/transformers"), labels=labels,
+      labels_agree=sum(a == b for a, b in zip(
+          labels["ours"], labels["transformers"])) if both else None,
       num_sentences=len(sentences), tsv=args.tsv, task=args.task,
-      threads=args.threads, rounds=args.rounds, versions=versions,
+      threads=args.threads, rounds=args.rounds,
+      versions={side: ready[side]["version"] for side in args.sides},
       cpu=peak.cpu_name(), max_seq_length=spec["max_seq_length"],
       date=datetime.datetime.now(datetime.timezone.utc).strftime(
           "%Y-%m-%d %H:%M UTC"))
@@ -312,7 +380,8 @@ def measure(args, work_dir):
 
 def main(argv=None):
   args = parse_args(argv)
-  check_transformers()
+  if any(side.startswith("transformers") for side in args.sides):
+    check_transformers()
   work_dir = args.work_dir or tempfile.mkdtemp(prefix="serving_bench_")
   if args.work_dir:
     if os.path.isdir(work_dir) and os.listdir(work_dir):

@@ -1,8 +1,10 @@
-"""The exports bench/serving.py serves: one fine-tuned classifier, three ways.
+"""The exports bench/serving.py serves: one fine-tuned classifier, five ways.
 
   saved_model/  the text-in SavedModel of `export_model.py --task`;
   tokenizer/    a SavedModel of its tokenizer alone (the same TextEncoder,
                 so the same ops), to time tokenisation by itself;
+  tflite/, tflite_int8/  the text-in .tflite of `export_model.py --format
+                tflite`, float32 and `--quantize dynamic` (export/tflite.py);
   hf/           the fine-tuned encoder as an HF `ElectraModel` folder with
                 its vocabulary (interop/hf.py), for transformers;
 plus the task head's weights, returned for the transformers side to apply.
@@ -13,6 +15,7 @@ import os
 import tensorflow as tf
 
 from export import saved_model
+from export import tflite
 from export.text_encoder import TextEncoder
 from finetune import finetuned_model
 from finetune.classification import classification_tasks
@@ -63,7 +66,8 @@ def export_both(model_dir, data_dir, task_name, trial, work_dir, log=print):
   `model_dir`, its data in `data_dir`) under `work_dir`.
 
   Returns the worker spec's model part: paths of `saved_model`,
-  `tokenizer_saved_model` and `hf_folder`, `head` (see `head_weights`) and
+  `tokenizer_saved_model`, `tflite`, `tflite_int8` and `hf_folder`,
+  `head` (see `head_weights`), `labels` (the task's, by id) and
   `max_seq_length`.
   """
   model, task, config = finetuned_model.load_finetuned(
@@ -71,10 +75,14 @@ def export_both(model_dir, data_dir, task_name, trial, work_dir, log=print):
   _check_task(task)
   paths = {key: os.path.join(work_dir, name) for key, name in (
       ("saved_model", "saved_model"), ("tokenizer_saved_model", "tokenizer"),
+      ("tflite", "tflite"), ("tflite_int8", "tflite_int8"),
       ("hf_folder", "hf"))}
   saved_model.export_task_saved_model(model, task, config,
                                       paths["saved_model"], log=log)
   export_tokenizer(config, task, paths["tokenizer_saved_model"])
+  for key, quantize in (("tflite", "none"), ("tflite_int8", "dynamic")):
+    tflite.export_task_tflite(model, task, config, paths[key], quantize,
+                              log=log)
   sentencepiece = (config.vocab_file if vocab_layout.is_sentencepiece(
       config.vocab_file) else None)
   count = hf.export_hf_encoder(model.encoder, config, paths["hf_folder"],
@@ -82,4 +90,5 @@ def export_both(model_dir, data_dir, task_name, trial, work_dir, log=print):
   log("exported the encoder for transformers: %d tensors -> %s" % (
       count, paths["hf_folder"]))
   return dict(paths, head=head_weights(model),
+              labels=[str(label) for label in task.label_list],
               max_seq_length=config.max_seq_length)

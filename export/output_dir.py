@@ -29,6 +29,8 @@ _TF1_FILES = ("checkpoint", "bert_config.json", "generator_config.json",
 # `tf.saved_model.save`.
 _SAVED_MODEL = ("saved_model.pb", "fingerprint.pb", "keras_metadata.pb",
                 "variables", "assets")
+# export/tflite.py (MODEL_FILE, META_FILE).
+_TFLITE = ("model.tflite", "tflite.json")
 
 
 def _ours(directory):
@@ -39,8 +41,7 @@ def _ours(directory):
     if name in _HF_FOLDERS and io_utils.is_dir(path):
       found += [posixpath.join(path, f) for f in _HF_FILES
                 if io_utils.is_file(posixpath.join(path, f))]
-    elif (name in _TF1_FILES or name in _SAVED_MODEL
-          or name.startswith("model.ckpt-")):
+    elif _is_export_name(name):
       found.append(path)
   return found
 
@@ -127,7 +128,7 @@ def _move_absent(source, target):
 
 def _is_export_name(name):
   return (name in _HF_FOLDERS or name in _TF1_FILES or name in _SAVED_MODEL
-          or name.startswith("model.ckpt-"))
+          or name in _TFLITE or name.startswith("model.ckpt-"))
 
 
 def _remove_ours(directory, entries):

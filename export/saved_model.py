@@ -57,21 +57,24 @@ class _Serving(tf.Module):
       and a `head`.
     encoder: the `TextEncoder` (text -> ids).
     log: where to say which encoder network serves.
+    parts: `InferenceEncoder`'s groups computed side by side.
+    by_columns: `InferenceEncoder`'s: one text's tokens as columns.
 
   `predict(features)` is `model(features, training=False)`, computed with
   the `InferenceEncoder` of `model.encoder` when it supports it; only that
   and the head are saved, not the Keras encoder.
   """
 
-  def __init__(self, model, encoder, log=print):
+  def __init__(self, model, encoder, log=print, parts=2, by_columns=True):
     super(_Serving, self).__init__()
     usable, reason = inference_encoder.supports(model.encoder)
     if usable:
-      self.network = inference_encoder.InferenceEncoder(model.encoder)
-      log("serving the encoder as export/inference_encoder.py computes it "
-          "(%d groups side by side: for speed, serve with inter-op threads "
-          "= cores, intra-op threads = cores / %d)" % (
-              self.network.parts, self.network.parts))
+      self.network = inference_encoder.InferenceEncoder(
+          model.encoder, parts, by_columns)
+      log("serving the encoder as export/inference_encoder.py computes it" + (
+          " (%d groups side by side: for speed, serve with inter-op threads "
+          "= cores, intra-op threads = cores / %d)" % (parts, parts)
+          if parts > 1 else ""))
     else:
       log("serving the Keras encoder as it is (%s)" % reason)
       self.network = model.encoder
@@ -207,13 +210,14 @@ def _save(module, output_dir, log):
   return output_dir
 
 
-def _encoder(config, sentencepiece_model, truncation_rule="head"):
+def _encoder(config, sentencepiece_model, truncation_rule="head",
+             encoder_class=TextEncoder):
   if not sentencepiece_model and not tf.io.gfile.exists(config.vocab_file):
     raise UserError("vocab file %s not found; set hparam vocab_file." %
                     config.vocab_file)
-  return TextEncoder(config.max_seq_length, config.vocab_file,
-                     config.do_lower_case, sentencepiece_model,
-                     truncation_rule)
+  return encoder_class(config.max_seq_length, config.vocab_file,
+                       config.do_lower_case, sentencepiece_model,
+                       truncation_rule)
 
 
 def export_saved_model(model, config, output_dir, sentencepiece_model=None,
@@ -242,15 +246,31 @@ def export_task_saved_model(model, task, config, output_dir, log=print):
     task: its `Task` (finetune/task_builder.py), for labels and inputs.
     config: the `FinetuningConfig` it was fine-tuned with.
   """
-  kind, outputs = _task_outputs(task)
-  if kind == "squad":
-    module = _attach_signatures(_Serving(model, _encoder(config, None), log),
-                                outputs, "question", config.max_query_length)
-  else:
-    rule = getattr(task, "truncation", None) or "head"
-    module = _attach_signatures(
-        _Serving(model, _encoder(config, None, rule), log), outputs,
-        "text" if _text_inputs(task) == 1 else "pair",
-        trim=kind in ("classification", "regression"))
+  kind, module = task_module(model, task, config, log)
   log("%s task %r" % (kind, task.name))
   return _save(module, output_dir, log)
+
+
+def task_module(model, task, config, log=print, encoder_class=TextEncoder,
+                parts=2, by_columns=True):
+  """(kind, module): the task's kind ("classification", "regression",
+  "tagging", "squad") and the `tf.Module` whose `serve_text` and
+  `serve_ids` serve `model` on `task` (see `export_task_saved_model`).
+
+  Args:
+    encoder_class: `TextEncoder` or a subclass (export/tflite_text.py).
+    parts, by_columns: `InferenceEncoder`'s (groups of heads and FFN
+      units; one text's tokens as columns).
+  """
+  kind, outputs = _task_outputs(task)
+  if kind == "squad":
+    encoder = _encoder(config, None, encoder_class=encoder_class)
+    return kind, _attach_signatures(
+        _Serving(model, encoder, log, parts, by_columns), outputs, "question",
+        config.max_query_length)
+  rule = getattr(task, "truncation", None) or "head"
+  encoder = _encoder(config, None, rule, encoder_class)
+  return kind, _attach_signatures(
+      _Serving(model, encoder, log, parts, by_columns), outputs,
+      "text" if _text_inputs(task) == 1 else "pair",
+      trim=kind in ("classification", "regression"))

@@ -87,19 +87,27 @@ class TextEncoder(tf.Module):
     self._rule = truncation_rule
     self._sp_unk = None
     if python.kind == "sentencepiece":
-      self._tokenizer = tf_text.SentencepieceTokenizer(
-          model=io_utils.read_bytes(python.vocab_file), out_type=tf.int32)
       # Our tokenizer maps SentencePiece's unknown id to [UNK]'s.
       self._sp_unk = (python.sentencepiece_unk_id, python.unk_id)
+      self._tokenizer = self._sentencepiece_tokenizer(
+          io_utils.read_bytes(python.vocab_file))
     else:
-      tokens = sorted(python.vocab, key=python.vocab.get)
-      self._table = tf.lookup.StaticHashTable(
-          tf.lookup.KeyValueTensorInitializer(
-              tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)),
-          default_value=-1)
-      self._tokenizer = tf_text.BertTokenizer(
-          self._table, token_out_type=tf.int64, unknown_token="[UNK]",
-          lower_case=do_lower_case)
+      self._tokenizer = self._wordpiece_tokenizer(
+          sorted(python.vocab, key=python.vocab.get), do_lower_case)
+
+  def _sentencepiece_tokenizer(self, model):
+    """The in-graph tokenizer of a serialized SentencePiece model."""
+    return tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+
+  def _wordpiece_tokenizer(self, tokens, do_lower_case):
+    """The in-graph tokenizer of a WordPiece vocabulary (tokens by id)."""
+    self._table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)),
+        default_value=-1)
+    return tf_text.BertTokenizer(
+        self._table, token_out_type=tf.int64, unknown_token="[UNK]",
+        lower_case=do_lower_case)
 
   def pieces(self, text):
     """Token ids of each text (no special tokens): ragged [batch, (n)] int64."""

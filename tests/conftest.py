@@ -60,6 +60,7 @@ SLOW_FILES_FIRST = (
     "tests/test_study_released.py",
     "tests/test_bench.py",
     "tests/export/test_saved_model_serving.py",
+    "tests/export/test_tflite_export.py",
     "tests/test_ram_filesystem.py",
     "tests/interop/test_adoption.py",
     "tests/test_sentencepiece_end_to_end.py",

@@ -1,5 +1,7 @@
 """bench/serving.py at a tiny size: a tiny classifier fine-tuned on the sst
-fixtures, exported and served by both sides on the fixture sentences."""
+fixtures, exported and served by every side (our SavedModel and TFLite
+float and INT8, transformers and its dynamic INT8) on the fixture
+sentences."""
 
 import importlib.util
 import json
@@ -15,7 +17,8 @@ from util.errors import UserError
 DEV_TSV = os.path.join(ff.FIXTURE_DIR, "finetuning_data", "sst", "dev.tsv")
 _ROW_KEYS = ("batch_size", "sentences_per_s", "spread", "p50_ms", "p99_ms",
              "tokenize_ms", "model_ms", "tokenize_share", "padded_length",
-             "rounds_sentences_per_s", "calls_s")
+             "rounds_sentences_per_s", "calls_s", "accuracy", "size_mb",
+             "peak_rss_mb")
 _HAS_TRANSFORMERS = all(importlib.util.find_spec(name) is not None
                         for name in ("torch", "transformers"))
 
@@ -50,21 +53,33 @@ def test_serving_bench_times_both_sides_and_they_agree(finetuned, tmp_path,
     assert [row["batch_size"] for row in rows] == [1, 4]
     for row in rows:
       assert set(_ROW_KEYS) <= set(row), row
-      assert row["sentences_per_s"] > 0 and row["model_ms"] > 0
+      assert row["sentences_per_s"] > 0
       assert row["p99_ms"] >= row["p50_ms"] > 0
-      assert 0 < row["tokenize_share"] < 100
+      assert 0 <= row["accuracy"] <= 1
+      assert row["size_mb"] > 0 and row["peak_rss_mb"] > 0
       assert len(row["calls_s"]["e2e"]) == -(-len(sentences) //
                                              row["batch_size"])
+      if side.startswith("ours_tflite"):  # the tokenizer is inside
+        assert row["tokenize_ms"] is None and row["padded_length"] is None
+      else:
+        assert row["model_ms"] > 0 and 0 < row["tokenize_share"] < 100
   # Ours pads to max_seq_length; transformers to the longest sentence.
   assert {r["padded_length"] for r in result["rows"]["ours"]} == {32}
   assert max(r["padded_length"] for r in result["rows"]["transformers"]) < 32
   assert result["labels"]["ours"] == result["labels"]["transformers"]
   assert result["labels_agree"] == len(sentences)
+  assert result["labels"]["ours_tflite"] == result["labels"]["ours"]
   assert set(result["ours_vs_transformers"]) == {"1", "4"}
+  assert set(result["ratios"]) == {"/".join(p) for p in serving.RATIOS}
   assert result["versions"]["transformers"].startswith("transformers ")
+  assert "qint8" in result["versions"]["transformers_int8"]
+  sizes = {side: result["rows"][side][0]["size_mb"] for side in serving.SIDES}
+  assert sizes["ours_tflite_int8"] < sizes["ours_tflite"]
   table = capsys.readouterr().out
   assert "| ours | 1 |" in table and "| transformers | 4 |" in table
-  assert "labels agree on %d of %d" % ((len(sentences),) * 2) in table
+  assert "| ours_tflite_int8 | 4 |" in table
+  assert "| transformers_int8 | 1 |" in table
+  assert "agree on %d of %d" % ((len(sentences),) * 2) in table
   assert os.path.isdir(tmp_path / "work" / "hf")
 
 

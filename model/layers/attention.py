@@ -18,7 +18,9 @@ def padding_bias(input_mask):
   Args: input_mask: [batch, seq_len], 1 for real tokens, 0 for padding.
   """
   mask = tf.cast(input_mask, tf.float32)
-  return (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * PADDING_BIAS
+  # expand_dims, not [:, newaxis, newaxis]: TFLite has no builtin for a
+  # strided slice adding two axes (export/tflite.py).
+  return tf.expand_dims(tf.expand_dims(1.0 - mask, 1), 1) * PADDING_BIAS
 
 
 @tf_keras.utils.register_keras_serializable(package="electra_hp")
