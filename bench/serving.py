@@ -63,8 +63,6 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
 
 from util.cli import tensorflow_startup  # pylint: disable=g-import-not-at-top
 
