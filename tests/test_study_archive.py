@@ -8,7 +8,6 @@ again."""
 import json
 import os
 import shutil
-import subprocess
 import zlib
 
 import pytest
@@ -68,8 +67,9 @@ def _finetune(model_dir, name, hparams):
 
 
 class FakeRuns:
-  """Stands in for subprocess.run of the runner: writes what each script
-  writes, and remembers the runs (their model names) in `ran`."""
+  """Stands in for the runner's child runs (util.interrupt.run_child):
+  writes what each script writes, and remembers the runs (their model
+  names) in `ran`; returns the exit code."""
 
   def __init__(self):
     self.ran = []
@@ -90,13 +90,13 @@ class FakeRuns:
       model_dir = os.path.join(flag("--data-dir"), "models", name)
       write = _pretrain if script == "run_pretraining.py" else _finetune
       write(model_dir, name, json.loads(flag("--hparams")))
-    return subprocess.CompletedProcess(argv, 0)
+    return 0
 
 
 @pytest.fixture
 def fake(monkeypatch):
   runs = FakeRuns()
-  monkeypatch.setattr(runner.subprocess, "run", runs)
+  monkeypatch.setattr(runner.interrupt, "run_child", runs)
   return runs
 
 

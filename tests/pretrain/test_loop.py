@@ -5,6 +5,7 @@ recorded, its clock is a counter: no model, no TensorFlow step.
 """
 
 import math
+import signal
 import types
 
 import numpy as np
@@ -53,7 +54,9 @@ def _run(recorder, lines, requested=False, writer=None, settings=SETTINGS):
   ticks = iter(range(1000))
   loop = loop_lib.TrainingLoop(settings, recorder.calls(), report,
                                clock=lambda: float(next(ticks)))
-  stop = types.SimpleNamespace(requested=requested)
+  # As util.interrupt.StopRequest after a SIGTERM.
+  stop = types.SimpleNamespace(requested=requested,
+                               signum=signal.SIGTERM if requested else None)
   return loop.run(0, stop)
 
 
@@ -99,8 +102,9 @@ def test_non_finite_sums_stop_without_saving_naming_the_last_checkpoint():
 def test_a_stop_request_saves_and_raises_interrupted_after_the_call():
   recorder, lines = Recorder(), []
   with pytest.raises(Interrupted, match="interrupted at step 2 of 7; "
-                     "checkpoint ckpt-2 saved. Re-run the same command"):
+                     "checkpoint ckpt-2 saved. Re-run the same command") as e:
     _run(recorder, lines, requested=True)
+  assert e.value.exit_code == 143  # 128 + SIGTERM.
   assert recorder.trained == [2] and recorder.stopped == [2]
   assert len(lines) == 1
 
