@@ -7,6 +7,7 @@ a second). tests/test_faults.py sends the signals to a real pre-training.
 """
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import time
 
 import pytest
 
+from tests import finetune_fixtures as ff
 from tests import paths
 from util import interrupt
 
@@ -134,3 +136,46 @@ def test_a_killed_parent_leaves_no_child_writing_on(tmp_path):
     time.sleep(0.05)
   assert saved.read_text() == "saved on %d" % signal.SIGTERM
   assert _gone(child)
+
+
+def test_a_stopped_dataset_build_leaves_no_output_and_no_worker(tmp_path):
+  """SIGTERM to build_pretraining_dataset.py while its two workers run:
+  exit 143, one line, no traceback (from the workers either), no output
+  directory, no worker left."""
+  words = [w.strip() for w in open(ff.VOCAB_FILE) if w.strip().isalpha()]
+  rng = random.Random(0)
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  for i in range(24):  # About 24 MB: several seconds of building.
+    (corpus / ("%d.txt" % i)).write_text("\n".join(
+        " ".join(rng.choice(words) for _ in range(12)) + "."
+        for _ in range(16000)))
+  out = tmp_path / "out"
+  proc = subprocess.Popen(
+      [sys.executable, "build_pretraining_dataset.py", "--corpus-dir",
+       str(corpus), "--vocab-file", ff.VOCAB_FILE, "--output-dir", str(out),
+       "--num-processes", "2"], cwd=paths.REPO, stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT, text=True, start_new_session=True)
+  lines = []
+  for line in proc.stdout:  # Wait for the build to be under way.
+    lines.append(line)
+    if line.startswith("[build] files"):
+      break
+  proc.send_signal(signal.SIGTERM)
+  try:
+    rest, _ = proc.communicate(timeout=60)
+  except subprocess.TimeoutExpired:
+    os.killpg(proc.pid, signal.SIGKILL)  # A hung build, and its workers.
+    raise
+  lines += rest.splitlines(keepends=True)
+  assert proc.returncode == 143, "".join(lines)
+  assert [line for line in lines if line.startswith("stopped:")] == [
+      "stopped: interrupted (SIGTERM); the last checkpoint or output written "
+      "before it is kept.\n"]
+  assert not [line for line in lines if "Traceback" in line], lines
+  assert not out.exists()
+  # No process of its session (the workers) is left.
+  time.sleep(0.5)
+  left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True,
+                        text=True).stdout.split()
+  assert not left, left

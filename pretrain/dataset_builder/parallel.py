@@ -12,6 +12,7 @@ import gc
 import multiprocessing
 import pickle
 import queue
+import signal
 import sys
 import traceback
 
@@ -67,6 +68,13 @@ def start_method():
 
 def _work(builder, jobs, results):
   """A worker's loop: (index, tasks) from `jobs` -> (index, results, error)."""
+  # Stop signals are the parent's to handle (util/interrupt.py); it stops
+  # the workers (`WorkerPool.close`, with SIGTERM when they are not done).
+  # A forked worker would inherit the parent's handlers and print a
+  # traceback on the way out.
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)
+  signal.signal(signal.SIGHUP, signal.SIG_DFL)
   for index, tasks in iter(jobs.get, None):
     try:
       results.put((index, [builder.build(*task) for task in tasks], None))
