@@ -5,7 +5,7 @@ Ours in each sampling mode (--modes) and the peer
 `official.nlp.modeling.networks.BertEncoder`s, bench/peer.py), built at the
 same shapes (ELECTRA-Small by default: hidden 256, 12 layers, 4 heads, FFN
 1024, embedding 128, generator 1/4 wide; vocab 30522, seq 128, batch 16),
-each trained by the same AdamW step (model/train_step.py) on the same random
+each trained by the same AdamW step (training/train_step.py) on the same random
 batches. All are built and warmed up first, then timed in interleaved rounds
 (bench/harness.py).
 

@@ -1,7 +1,7 @@
 """Shared pieces of the step benchmarks: configs, compiled steps, timing, RAM.
 
 A `StepRunner` is one model's full training step (forward, backward, AdamW
-with global-norm clipping, through `model.train_step.ReplicaTrainStep`, the
+with global-norm clipping, through `training.train_step.ReplicaTrainStep`, the
 step run_pretraining.py takes; `jit` compiles its forward/backward pass with
 XLA). `time_interleaved` times several runners in rounds (A K steps, B K
 steps, ..., repeated) so that load drifting over the run hits all alike.
@@ -17,9 +17,9 @@ import configure
 from bench import batches as batches_lib
 from bench import peer as peer_lib
 from model import builders
-from model import optimization
+from training import optimization
 from model import samplers
-from model import train_step as train_step_lib
+from training import train_step as train_step_lib
 from util import distribution
 from util import xla_fusion
 from util.cli import require_at_least

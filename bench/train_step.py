@@ -2,7 +2,7 @@
 
 A full step: forward (generator, sampler, discriminator, losses), backward,
 AdamW with global-norm clipping, in one `tf.function`: the training step of
-run_pretraining.py (`model.train_step.ReplicaTrainStep`; `--jit` compiles
+run_pretraining.py (`training.train_step.ReplicaTrainStep`; `--jit` compiles
 its forward/backward pass with XLA, as `jit_compile` does; bench/harness.py).
 Random batches come from bench/batches.py. All modes are built and warmed up
 first, then timed in interleaved rounds (mode A K steps, mode B K steps, ...,

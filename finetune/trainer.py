@@ -1,11 +1,15 @@
 """Fine-tunes one task for one trial: train, evaluate every epoch, keep the
 best checkpoint, predict.
 
-The train step is the one of pre-training, `model.train_step.ReplicaTrainStep`
+The loop is the one of pre-training (training/loop.py: progress with ETA,
+evaluations, stop signals, divergence); fine-tuning supplies its step, its
+evaluation that keeps the best checkpoint and its progress line
+(finetune/progress.py). The train step is pre-training's too,
+`training.train_step.ReplicaTrainStep`
 (forward/backward, optionally XLA-compiled, then all-reduce, global-norm
 clipping and apply), run inside `strategy.run`; AdamW with warmup, linear
 decay and layer-wise LR decay comes from
-`model.optimization.create_optimizer`. With float16 mixed precision the
+`training.optimization.create_optimizer`. With float16 mixed precision the
 optimizer is wrapped in Keras's dynamic loss scaling, and a step whose
 gradients overflow is skipped and counted in the progress line.
 """
@@ -21,17 +25,17 @@ import tf_keras
 
 from finetune import layerwise_decay
 from finetune import preprocessing
+from finetune import progress as progress_lib
 from finetune import reinit
 from finetune import start_geometry
 from finetune import scorer as scorer_lib
 from finetune.model import FinetuningModel
 from interop import loader as interop_loader
 from model import checkpoints
-from model import optimization
-from model import train_step as train_step_lib
 from model.builders import build_discriminator_encoder
-from util import progress
-from util.errors import TrainingDivergedError
+from training import loop as loop_lib
+from training import optimization
+from training import train_step as train_step_lib
 from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
@@ -188,14 +192,14 @@ class Trainer(object):
 
     @tf.function
     def train_loop(iterator, num_steps):
-      """(mean loss over the steps, steps skipped by loss scaling)."""
+      """(the loss summed over the steps, steps skipped by loss scaling)."""
       total, skipped = tf.constant(0.0), tf.constant(0.0)
       for _ in tf.range(num_steps):
         loss, skip = strategy.run(step_fn, args=(next(iterator),))
         total += strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
         skipped += strategy.reduce(tf.distribute.ReduceOp.SUM, skip,
                                    axis=None)
-      return total / tf.cast(num_steps, tf.float32), skipped
+      return total, skipped
 
     return train_loop
 
@@ -214,9 +218,8 @@ class Trainer(object):
       eval_steps = [num_steps]
     optimizer, schedule = self._make_optimizer(num_steps)
     train_loop = self._make_train_loop(optimizer, batch)
-    dataset = self.strategy.experimental_distribute_dataset(
-        preprocessing.train_dataset(train_data.features, batch, self.seed))
-    iterator = iter(dataset)
+    iterator = iter(self.strategy.experimental_distribute_dataset(
+        preprocessing.train_dataset(train_data.features, batch, self.seed)))
     io_utils.remove_tree(self.best_dir)
     manager = tf.train.CheckpointManager(self._checkpoint, self.best_dir,
                                          max_to_keep=1,
@@ -226,54 +229,41 @@ class Trainer(object):
                  n, num_steps, batch, config.num_train_epochs,
                  int(config.warmup_proportion * num_steps),
                  ", ".join(str(s) for s in eval_steps)))
-    history, losses, best = [], [], None
-    skipped_steps = 0
-    step, train_seconds, eval_seconds = 0, 0.0, []
-    for eval_step in eval_steps:
-      while step < eval_step:
-        chunk = min(config.log_every, eval_step - step)
-        start = time.time()
-        loss, skipped = train_loop(iterator, tf.constant(chunk, tf.int32))
-        loss, skipped_steps = float(loss), skipped_steps + int(round(
-            float(skipped)))
-        train_seconds += time.time() - start
-        step += chunk
-        losses.append((step, loss))
-        self._check_finite(loss, step)
-        # ETA: the remaining steps at the rate so far, plus the evaluations
-        # still to come at their mean duration.
-        rate = step / max(train_seconds, 1e-9)
-        evals_left = len([s for s in eval_steps if s >= eval_step])
-        eta = (num_steps - step) / rate + evals_left * (
-            np.mean(eval_seconds) if eval_seconds else 0.0)
-        self._log_progress(step, num_steps, step * batch / float(n), loss,
-                           float(schedule(step)), rate, eta, skipped_steps)
+    report = progress_lib.FinetuningProgress(self.log, n, batch, schedule)
+    history, best = [], []
+
+    def train(num):
+      loss, skipped = train_loop(iterator, tf.constant(num, tf.int32))
+      return dict(loss=float(loss), skipped_steps=float(skipped))
+
+    def evaluate(step):
       entry = dict(step=step, epoch=round(step * batch / float(n), 4),
-                   loss=losses[-1][1])
+                   loss=report.losses[-1][1])
       if eval_data:
-        start = time.time()
         entry["results"] = self.evaluate_all(eval_data)
-        eval_seconds.append(time.time() - start)
       history.append(entry)
-      best = self._keep_if_best(entry, best, eval_data, manager)
-    return history, best, losses
+      best[:] = [self._keep_if_best(entry, (best or [None])[0], eval_data,
+                                    manager)]
 
-  def _check_finite(self, loss, step):
-    """Raises TrainingDivergedError if the training `loss` is not finite."""
-    if not np.isfinite(loss):
-      raise TrainingDivergedError(
-          "%s: the training loss is %s at step %d; lower "
-          "hparam 'learning_rate' (now %g)." % (
-              self.log_prefix, loss, step, self.config.learning_rate))
+    calls = loop_lib.LoopCalls(
+        train=train, save=None, evaluate=evaluate, on_stop=self._on_stop,
+        on_divergence=self._on_divergence)
+    settings = loop_lib.LoopSettings(
+        num_steps, config.log_every, config.log_every, save=loop_lib.Steps(),
+        evaluate=loop_lib.Steps(at=eval_steps))
+    loop_lib.TrainingLoop(settings, calls, report).run(0)
+    evaluate(num_steps)  # The loop leaves the last step's to its caller.
+    return history, best[0], report.losses
 
-  def _log_progress(self, step, num_steps, epoch, loss, learning_rate, rate,
-                    eta, skipped_steps):
-    """The progress line of a training chunk."""
-    self.log("step %d/%d (epoch %.2f) loss %.4f lr %.3g, %.1f steps/s, "
-             "ETA %s" % (step, num_steps, epoch, loss, learning_rate, rate,
-                         progress.format_duration(eta)) +
-             (" | %d steps skipped by loss scaling" % skipped_steps
-              if skipped_steps else ""))
+  def _on_stop(self, step):
+    return ("%s: interrupted at step %d; the trials finished before it are "
+            "kept, and re-running the same command runs this one again." % (
+                self.log_prefix, step))
+
+  def _on_divergence(self, names, first, last):
+    return ("%s: the training loss is not finite between steps %d and %d; "
+            "lower hparam 'learning_rate' (now %g)." % (
+                self.log_prefix, first, last, self.config.learning_rate))
 
   def _keep_if_best(self, entry, best, eval_data, manager):
     """Saves the checkpoint and best.json if `entry` beats `best`; logs the

@@ -37,7 +37,7 @@ def loss_denominators(features):
   {"masked": sum of masked_lm_weights, "tokens": sum of input_mask} over the
   global batch (float32 scalars). The train step takes them before its
   XLA-compiled forward/backward pass and hands them to it beside the
-  features (model/train_step.py; the model's `loss_denominators`
+  features (training/train_step.py; the model's `loss_denominators`
   argument), since an all-reduce inside a compiled pass is refused by
   MirroredStrategy on CPUs.
   """

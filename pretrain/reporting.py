@@ -1,7 +1,7 @@
 """What a pre-training run reports: its first line, the progress line of each
 window of steps, TensorBoard scalars and the loss-scaling summary.
 
-Part of the loop (pretrain/loop.py drives it); the line's format is
+The report of training/loop.py for pre-training; the line's format is
 pretrain/progress_line.py's, the statistics pretrain/step_statistics.py's.
 """
 

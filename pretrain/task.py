@@ -5,18 +5,18 @@ together): this one builds, under the strategy's scope, the pre-training
 model, its optimizer and the global step, and gives the `tf.function` that
 runs a loop of train steps. Each replica computes its share of the
 global-batch loss (model/losses.py); gradients are all-reduced, clipped at
-the global norm and applied once (model/optimization.py, through
-model/train_step.py), so any number of replicas computes the update of one
-device. Checkpoints are pretrain/checkpointing.py's, the outer loop and its
-reporting pretrain/loop.py's.
+the global norm and applied once (training/optimization.py, through
+training/train_step.py), so any number of replicas computes the update of
+one device. Checkpoints are pretrain/checkpointing.py's, the outer loop
+training/loop.py's and its reporting pretrain/reporting.py's.
 """
 
 import tensorflow as tf
 import tf_keras
 
 from model import builders
-from model import optimization
-from model import train_step as train_step_lib
+from training import optimization
+from training import train_step as train_step_lib
 from pretrain import step_statistics
 from util.errors import UserError
 

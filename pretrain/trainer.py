@@ -2,9 +2,10 @@
 
 `PretrainingTrainer` joins what is trained (pretrain/task.py: model,
 optimizer, step function), its checkpoints and the data stream's resume
-point (pretrain/checkpointing.py) and the loop with its reporting
-(pretrain/loop.py, pretrain/reporting.py), as tf-models-official's Task,
-Trainer and Controller divide a run. It also evaluates (pretrain/
+point (pretrain/checkpointing.py) and the loop of both stages
+(training/loop.py) with pre-training's progress lines (pretrain/
+reporting.py), as tf-models-official's Task, Trainer and Controller divide
+a run. It also evaluates (pretrain/
 evaluation.py), reusing one traced eval step.
 """
 
@@ -15,12 +16,11 @@ from pretrain import checkpointing
 from pretrain import data_stream
 from pretrain import evaluation
 from pretrain import flops as flops_lib
-from pretrain import loop as loop_lib
 from pretrain import pretrain_data
 from pretrain import reporting
 from pretrain import task as task_lib
+from training import loop as loop_lib
 from util import distribution
-from util import interrupt
 from util import process_setup
 
 
@@ -96,14 +96,14 @@ class PretrainingTrainer(object):
     nothing to do)."""
     input_fn, iterator, start = self._training_stream()
     try:
-      with input_fn.data_errors(), interrupt.stop_requests() as stop:
+      with input_fn.data_errors():
         manager = self.checkpoints.restore(
             iterator if start.saveable else None, start.restore_iterator)
-        return self._train(iterator, manager, stop)
+        return self._train(iterator, manager)
     finally:
       self.close()
 
-  def _train(self, iterator, manager, stop):
+  def _train(self, iterator, manager):
     """The loop from the restored step, unless the run is finished."""
     c = self.config
     step = int(self.global_step.numpy())
@@ -120,15 +120,28 @@ class PretrainingTrainer(object):
       self.checkpoints.count_examples(num_steps * c.train_batch_size)
       return sums
 
+    def on_stop(step):
+      return ("interrupted at step %d of %d; checkpoint %s saved. Re-run "
+              "the same command to resume from it." % (
+                  step, c.num_train_steps,
+                  self.checkpoints.save_at_stop(manager, step)))
+
+    def on_divergence(names, first, last):
+      return ("non-finite %s between steps %d and %d; stopped without "
+              "saving. The last good checkpoint is %s. Lower learning_rate "
+              "or check the data." % (
+                  ", ".join(names), first, last,
+                  self.checkpoints.latest() or "(none yet)"))
+
     calls = loop_lib.LoopCalls(
         train=train, save=lambda s: self.checkpoints.save(manager, s),
-        save_at_stop=lambda s: self.checkpoints.save_at_stop(manager, s),
-        latest=self.checkpoints.latest,
-        evaluate=lambda s: self.evaluate(step=s))
+        evaluate=lambda s: self.evaluate(step=s), on_stop=on_stop,
+        on_divergence=on_divergence)
     settings = loop_lib.LoopSettings(
         c.num_train_steps, c.iterations_per_loop, c.log_every,
-        c.save_checkpoints_steps, c.eval_every)
-    return loop_lib.TrainingLoop(settings, calls, report).run(step, stop)
+        save=loop_lib.Steps(every=c.save_checkpoints_steps),
+        evaluate=loop_lib.Steps(every=c.eval_every))
+    return loop_lib.TrainingLoop(settings, calls, report).run(step)
 
   def _progress_report(self, step):
     """The run's ProgressReport, after its first line."""

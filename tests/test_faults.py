@@ -611,3 +611,48 @@ def test_two_builders_on_one_output(tmp_path):
   assert code == 0, err[-3000:]
   assert "note: removed 1 temporary file(s)" in err
   assert not [n for n in os.listdir(out) if n.startswith(".")]
+
+
+def _finetuning_argv(data_dir, name, **overrides):
+  hparams = dict(ff.tiny_hparams(data_dir / "models" / name, debug=True),
+                 task_names=["sst"], **overrides)
+  del hparams["model_dir"], hparams["vocab_file"]
+  return [sys.executable, "run_finetuning.py", "--data-dir", str(data_dir),
+          "--model-name", name, "--hparams", json.dumps(hparams)]
+
+
+def test_a_diverging_fine_tuning_exits_3_naming_the_steps(data_dir):
+  argv = _finetuning_argv(data_dir, "diverged", learning_rate=1e30)
+  code, err = run(*argv[1:])
+  errors = [line for line in err.splitlines() if line.startswith("error:")]
+  assert code == 3, err[-3000:]
+  assert len(errors) == 1 and "Traceback" not in err, err[-3000:]
+  assert "sst trial 1/1: the training loss is not finite between steps" in (
+      errors[0]) and "lower hparam 'learning_rate' (now 1e+30)" in errors[0]
+
+
+def test_a_stop_signal_in_fine_tuning_keeps_the_finished_trials(data_dir):
+  """SIGTERM in trial 2: one `stopped:` line, exit 143, trial 1's results
+  kept, no lock; the loop stops between calls, not inside a step."""
+  argv = _finetuning_argv(data_dir, "stopped", num_trials=2,
+                          num_train_epochs=200.0, log_every=1)
+  proc = subprocess.Popen(argv, cwd=paths.REPO, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  try:
+    for line in proc.stdout:  # Wait for trial 2 to be under way.
+      if line.startswith("sst trial 2/2: step 2/"):
+        break
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+  finally:
+    proc.kill()
+  lines = [line for line in err.splitlines() if line.startswith("stopped:")]
+  assert proc.returncode == 143, err[-3000:]
+  assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
+  assert "sst trial 2/2: interrupted at step" in lines[0]
+  model_dir = data_dir / "models" / "stopped"
+  results = json.loads((model_dir / "results" / "sst_results.json")
+                       .read_text())
+  assert [t["trial"] for t in results["trials"]] == [1]
+  assert not (model_dir / ".lock").exists()

@@ -163,7 +163,7 @@ class ElectraPretrainer(tf_keras.Model):
   def needs_cross_replica_sums(self):
     """Whether `objective` all-reduces values `forward` computes (the
     self-normalised importance weights), beyond `loss_denominators`: the
-    train step then XLA-compiles `forward` alone (model/train_step.py)."""
+    train step then XLA-compiles `forward` alone (training/train_step.py)."""
     return (self._config["electra_objective"] and
             (self.sampler.normalises_over_batch or
              self._config["disc_importance_weighting"]))
@@ -192,7 +192,7 @@ class ElectraPretrainer(tf_keras.Model):
     """G, the draw and D: per-position and per-token tensors, no reduction.
 
     Holds no cross-replica op, so it can be XLA-compiled on its own under
-    any strategy (model/train_step.py). Arguments as `call`'s. Returns the
+    any strategy (training/train_step.py). Arguments as `call`'s. Returns the
     dict of `call` without the losses, and the sampler's
     `HeadLossInputs`, which `objective` reduces.
     """

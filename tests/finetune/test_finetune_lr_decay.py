@@ -10,7 +10,7 @@ from finetune import layerwise_decay
 from finetune import preprocessing
 from finetune import task_builder
 from finetune.model import FinetuningModel
-from model import optimization
+from training import optimization
 from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
 

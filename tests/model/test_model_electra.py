@@ -420,7 +420,7 @@ def test_generator_lr_multiplier_scales_only_what_the_generator_owns(
   assert set(factors.values()) == {10.0}
   # One AdamW step (no warmup, no decay, no weight decay): Adam's first step
   # moves every variable by about lr, so G's own move about 10x as far.
-  from model import optimization  # pylint: disable=g-import-not-at-top
+  from training import optimization  # pylint: disable=g-import-not-at-top
   table = model.generator.mlm_head.dense.kernel
   word = model.discriminator.encoder.embeddings.word_embeddings.embeddings
   before = [table.numpy(), word.numpy()]

@@ -26,8 +26,8 @@ import tensorflow as tf
 import tf_keras
 
 from model import builders
-from model import optimization
-from model import train_step as train_step_lib
+from training import optimization
+from training import train_step as train_step_lib
 from pretrain import step_statistics
 from tests import paths
 from tests import pretrain_fixtures as fx

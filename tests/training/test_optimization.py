@@ -1,10 +1,10 @@
-"""model/optimization.py: frozen variables keep their values for the first
+"""training/optimization.py: frozen variables keep their values for the first
 `frozen_steps` steps (no update, no weight decay), then train as usual."""
 
 import numpy as np
 import tensorflow as tf
 
-from model import optimization
+from training import optimization
 
 
 def test_frozen_variables_move_only_after_frozen_steps():

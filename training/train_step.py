@@ -3,7 +3,8 @@
     forward + backward  (optionally XLA-compiled; no cross-replica op inside)
       [x gradient_accumulation_steps micro-batches, gradients summed]
     -> unscale (float16 loss scaling)
-    -> sum over replicas, clip at the global norm, apply (model/optimization.py)
+    -> sum over replicas, clip at the global norm, apply
+       (training/optimization.py)
     -> the global gradient norm, and whether the update was skipped
 
 Only the forward/backward pass is compiled: `apply_gradients` all-reduces the
@@ -27,7 +28,7 @@ import tensorflow as tf
 import tf_keras
 
 from model import losses
-from model import optimization
+from training import optimization
 
 
 class ReplicaTrainStep(object):
