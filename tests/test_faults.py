@@ -399,13 +399,19 @@ FIXTURE_CORPUS = os.path.join(paths.FIXTURES, "pretraining_dataset")
 FIXTURE_VOCAB = os.path.join(paths.FIXTURES, "tokenization", "vocab.txt")
 
 
+def _run_builder(data, *flags):
+  """(exit code, stderr) of build_pretraining_dataset.py of the fixture
+  corpus into data/pretrain_tfrecords with data/vocab.txt (2 shards of 32
+  tokens)."""
+  return run("build_pretraining_dataset.py", "--corpus-dir", FIXTURE_CORPUS,
+             "--vocab-file", str(data / "vocab.txt"), "--output-dir",
+             str(data / "pretrain_tfrecords"), "--max-seq-length", "32",
+             "--num-shards", "2", *flags)
+
+
 def _build_shards(data, *flags):
-  """build_pretraining_dataset.py of the fixture corpus into
-  data/pretrain_tfrecords with data/vocab.txt (2 shards of 32 tokens)."""
-  code, err = run("build_pretraining_dataset.py", "--corpus-dir",
-                  FIXTURE_CORPUS, "--vocab-file", str(data / "vocab.txt"),
-                  "--output-dir", str(data / "pretrain_tfrecords"),
-                  "--max-seq-length", "32", "--num-shards", "2", *flags)
+  """`_run_builder`, which must succeed."""
+  code, err = _run_builder(data, *flags)
   assert code == 0, err[-3000:]
 
 
@@ -475,17 +481,29 @@ def test_shards_that_differ_from_their_manifest(built_data, tmp_path, case,
   assert not (data / "models" / "m").exists()
 
 
+def _shard_bytes(records):
+  return {n: (records / n).read_bytes() for n in os.listdir(records)}
+
+
 def test_a_resume_on_other_data(built_data, tmp_path):
-  """Shards rebuilt in place under a model: refused unless accept_new_data
-  (then the stream restarts, no DataLossError); a deleted manifest is a
-  warning; another vocabulary of the same size (shards rebuilt with it)
-  is refused naming both fingerprints, and config.json keeps its own."""
+  """The builder refuses to rebuild in place the shards a model records
+  (--overwrite-used does); shards rebuilt so: a resume is refused unless
+  accept_new_data (then the stream restarts, no DataLossError); a deleted
+  manifest is a warning; another vocabulary of the same size (shards
+  rebuilt with it) is refused naming both fingerprints, and config.json
+  keeps its own."""
   from util import vocab_fingerprint  # pylint: disable=g-import-not-at-top
   data = tmp_path / "D"
   shutil.copytree(built_data, data)
   code, _, err = _pretrain(data, 2)
   assert code == 0, err[-3000:]
-  _build_shards(data, "--overwrite", "--seed", "99")
+  records = data / "pretrain_tfrecords"
+  before = _shard_bytes(records)
+  code, err = _run_builder(data, "--overwrite", "--seed", "99")
+  assert_refused(code, err, "the shards in %s are the training data of %s " %
+                 (records, data / "models" / "m"), "pass --overwrite-used")
+  assert _shard_bytes(records) == before
+  _build_shards(data, "--overwrite-used", "--seed", "99")
   code, _, err = _pretrain(data, 4)
   assert_refused(code, err, "the training shards (hparam 'pretrain_tfrecords'",
                  "are not the ones the checkpoints in", "accept_new_data")
@@ -503,11 +521,31 @@ def test_a_resume_on_other_data(built_data, tmp_path):
   lines = vocab.read_text().split("\n")
   lines[10], lines[11] = lines[11], lines[10]
   vocab.write_text("\n".join(lines))
-  _build_shards(data, "--overwrite")
+  _build_shards(data, "--overwrite", "--overwrite-used")
   code, _, err = _pretrain(data, 8, accept_new_data=True)
   assert_refused(code, err, "were trained with another vocabulary",
                  old_fingerprint, vocab_fingerprint.fingerprint(str(vocab)))
   assert config.read_text() == before
+
+
+def test_a_rebuild_of_shards_a_model_records_by_a_relative_path(built_data,
+                                                               tmp_path):
+  """A model pre-trained with a relative --data-dir records a relative
+  shard glob: the builder still finds it (read under the data directory
+  the model sits in), and names only the models of that folder."""
+  data = tmp_path / "D"
+  shutil.copytree(built_data, data)
+  for name, folder in (("rel", "pretrain_tfrecords"), ("other", "other")):
+    (data / "models" / name).mkdir(parents=True)
+    (data / "models" / name / "config.json").write_text(json.dumps(dict(
+        data_dir="D", pretrain_tfrecords="D/%s/pretrain_data.tfrecord*" %
+        folder, train_shards={"fingerprint": "sha256:0", "files": {}})))
+  records = data / "pretrain_tfrecords"
+  before = _shard_bytes(records)
+  code, err = _run_builder(data, "--overwrite")
+  assert_refused(code, err, "training data of %s (their" % (
+      data / "models" / "rel"))
+  assert _shard_bytes(records) == before
 
 
 @pytest.mark.parametrize("case", ["huge-steps", "hparams-dir",
