@@ -649,3 +649,68 @@ def test_two_builders_on_one_output(tmp_path):
   assert code == 0, err[-3000:]
   assert "note: removed 1 temporary file(s)" in err
   assert not [n for n in os.listdir(out) if n.startswith(".")]
+
+
+# --- Exports: the completion marker (util/export_marker.py). ---
+
+_EXPORT_KILLED_HALFWAY = """
+import os, signal, sys
+import export_model
+from interop import hf
+from util.cli import run_main
+real, written = hf._write_folder, []
+def write_then_die(*args, **kwargs):
+  if written:  # discriminator/ written: killed in generator/.
+    os.kill(os.getpid(), signal.SIGKILL)
+  written.append(real(*args, **kwargs))
+hf._write_folder = write_then_die
+run_main(export_model.main, sys.argv[1:])
+"""
+
+
+def test_an_unfinished_export_is_refused_by_its_loaders(tmp_path):
+  """A finished export ends with EXPORT_COMPLETE.json (format, time). An
+  export killed halfway leaves a folder marked in progress (its temporary
+  sibling here; on an object store, --output itself): --checkpoint on it,
+  or on its discriminator/, is one line naming it; the TFLite runner
+  refuses a folder without the marker before it loads anything."""
+  from tests import interop_fixtures as ix  # pylint: disable=g-import-not-at-top
+  from tests import pretrain_fixtures as pf  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "D"
+  data.mkdir()
+  ix.write_vocab(data / "vocab.txt")
+  ix.pretrained_dir(data, dict(
+      model_hparam_overrides=dict(pf.TINY_MODEL),
+      embedding_size=pf.TINY_EMBEDDING_SIZE, vocab_size=ix.VOCAB_SIZE,
+      max_seq_length=ix.SEQ_LEN))
+  argv = ["--data-dir", str(data), "--model-name", "M", "--format", "hf"]
+  code, err = run("export_model.py", *argv, "--output", str(tmp_path / "hf"))
+  assert code == 0, err[-3000:]
+  marker = json.loads((tmp_path / "hf" / "EXPORT_COMPLETE.json").read_text())
+  assert marker["format"] == "hf" and marker["completed"].startswith("20")
+  assert not (tmp_path / "hf" / ".export-in-progress").exists()
+  killed = subprocess.run(
+      [sys.executable, "-c", _EXPORT_KILLED_HALFWAY] + argv +
+      ["--output", str(tmp_path / "new")], cwd=paths.REPO,
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert killed.returncode == -9, killed.stderr[-3000:]
+  assert not (tmp_path / "new").exists()
+  [half] = [tmp_path / n for n in os.listdir(tmp_path)
+            if n.startswith(".new.tmp-export-")]
+  assert (half / "discriminator" / "model.safetensors").exists()
+  for source in (half, half / "discriminator"):
+    code, err = run("export_model.py", "--checkpoint", str(source),
+                    "--format", "tf1", "--output", str(tmp_path / "tf1"))
+    assert_refused(code, err, "incomplete export %s: it has no "
+                   "EXPORT_COMPLETE.json" % half, "re-run export_model.py")
+    assert not (tmp_path / "tf1").exists()
+  from export import tflite  # pylint: disable=g-import-not-at-top
+  from util.errors import UserError  # pylint: disable=g-import-not-at-top
+  folder = tmp_path / "tflite"
+  folder.mkdir()
+  (folder / tflite.MODEL_FILE).write_bytes(b"TFL3")
+  (folder / tflite.META_FILE).write_text("{}")
+  with pytest.raises(UserError, match="incomplete export %s: it has no "
+                     "EXPORT_COMPLETE.json" % folder):
+    tflite.TfliteClassifier(str(folder))
