@@ -714,3 +714,76 @@ def test_an_unfinished_export_is_refused_by_its_loaders(tmp_path):
   with pytest.raises(UserError, match="incomplete export %s: it has no "
                      "EXPORT_COMPLETE.json" % folder):
     tflite.TfliteClassifier(str(folder))
+
+
+# --- Encodings: UTF-16 and UTF-32 corpus files, a vocabulary's
+# byte-order mark (util/text_encoding.py). ---
+
+_WIDE_FILES = {  # name: (encoded text, the encoding iconv is told)
+    "utf16_bom.txt": ("Plain words here.\n".encode("utf-16"), "UTF-16"),
+    "utf16le.txt": ("Plain words here.\n".encode("utf-16-le"), "UTF-16LE"),
+    "utf32_bom.txt": ("Plain words here.\n".encode("utf-32"), "UTF-32"),
+}
+
+
+def test_utf16_and_utf32_corpus_files_are_named_with_the_fix(tmp_path):
+  """Both builders skip a UTF-16 or UTF-32 file saying which encoding it
+  looks like (by its byte-order mark, or NULs at every other byte) and the
+  iconv command that converts it, in the warning and the manifest; the
+  command works."""
+  corpus = tmp_path / "corpus"
+  shutil.copytree(FIXTURE_CORPUS, corpus)
+  for name, (data, _) in _WIDE_FILES.items():
+    (corpus / name).write_bytes(data)
+  out = tmp_path / "records"
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir", str(corpus),
+                  "--vocab-file", FIXTURE_VOCAB, "--output-dir", str(out),
+                  "--max-seq-length", "32")
+  assert code == 0, err[-3000:]
+  reasons = {f["path"]: f["reason"] for f in json.loads(
+      (out / "manifest.json").read_text())["files"]["skipped_files"]}
+  code, vocab_err = run("build_vocab.py", "--corpus-dir", str(corpus),
+                        "--output", str(tmp_path / "vocab.txt"),
+                        "--vocab-size", "200")
+  assert code == 0, vocab_err[-3000:]
+  for name, (data, encoding) in _WIDE_FILES.items():
+    path = corpus / name
+    command = "iconv -f %s -t UTF-8 %s > %s.utf8" % (encoding, path, path)
+    assert reasons[name].startswith("not UTF-8: looks like %s (" % encoding)
+    assert command in reasons[name], reasons[name]
+    for stderr in (err, vocab_err):
+      assert "warning: skipping %s: %s\n" % (name, reasons[name]) in stderr
+    subprocess.run(command, shell=True, check=True)
+    converted = (tmp_path / "corpus" / (name + ".utf8")).read_text("utf-8")
+    assert converted.lstrip("\ufeff") == "Plain words here.\n"
+
+
+@pytest.mark.parametrize("case,fragments", [
+    ("utf8-bom", ["starts with a UTF-8 byte-order mark",
+                  "first token would read as \"\\ufeff[PAD]\"",
+                  "sed -i '1s/^\\xEF\\xBB\\xBF//'"]),
+    ("utf16", ["is not UTF-8: it looks like UTF-16 (it starts with a UTF-16 "
+               "byte-order mark); convert it with iconv -f UTF-16"]),
+])
+def test_a_vocabulary_with_a_byte_order_mark(tmp_path, case, fragments):
+  """A vocab.txt saved with a UTF-8 byte-order mark is refused by name
+  (its first token would differ here, in transformers and in TensorFlow
+  Text), with the command that removes it; one saved as UTF-16 is named
+  with the iconv command. Nothing is written; the fixed file builds."""
+  text = open(FIXTURE_VOCAB, encoding="utf-8").read()
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8")
+                    if case == "utf8-bom" else text.encode("utf-16"))
+  out = tmp_path / "records"
+  argv = ["build_pretraining_dataset.py", "--corpus-dir", FIXTURE_CORPUS,
+          "--vocab-file", str(vocab), "--output-dir", str(out),
+          "--max-seq-length", "32"]
+  code, err = run(*argv)
+  assert_refused(code, err, "vocab file %s " % vocab, *fragments)
+  assert not out.exists()
+  if case == "utf8-bom":
+    subprocess.run(["sed", "-i", r"1s/^\xEF\xBB\xBF//", str(vocab)],
+                   check=True)
+    assert vocab.read_text("utf-8") == text
+    code, err = run(*argv)
+    assert code == 0, err[-3000:]
