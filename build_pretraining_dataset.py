@@ -40,6 +40,7 @@ from model import tokenization
 from pretrain.dataset_builder.build import build_dataset
 from pretrain.dataset_builder.build import cpu_seconds
 from pretrain.dataset_builder.build import MAX_UNK_FRACTION
+from pretrain.dataset_builder import used_shards
 from util.cli import run_main
 from util.errors import UserError
 from util import vocab_fingerprint
@@ -92,7 +93,13 @@ def parse_args(argv=None):
   parser.add_argument("--overwrite", action="store_true",
                       help="Replace the shards and manifest of a non-empty "
                       "--output-dir.")
-  return parser.parse_args(argv)
+  parser.add_argument("--overwrite-used", action="store_true",
+                      help="--overwrite, even when a model under the data "
+                      "directory (the --output-dir's parent) records those "
+                      "shards as its training data (refused otherwise).")
+  args = parser.parse_args(argv)
+  args.overwrite = args.overwrite or args.overwrite_used
+  return args
 
 
 def main(argv=None):
@@ -105,6 +112,8 @@ def main(argv=None):
   vocab_layout.check_one_vocabulary(
       args.vocab_file or args.sentencepiece_model,
       "--vocab-file" if args.vocab_file else "--sentencepiece-model")
+  if args.overwrite:  # Before any work: shards a model trained on.
+    used_shards.check_rebuild(args.output_dir, args.overwrite_used)
   tokenizer = tokenization.create_tokenizer(
       vocab_file=args.vocab_file, sentencepiece_model=args.sentencepiece_model,
       do_lower_case=args.do_lower_case, strip_accents=args.strip_accents,

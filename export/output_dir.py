@@ -1,7 +1,8 @@
 """An export's output directory: checked before any work, its earlier
 export replaced only with --overwrite, and then only the files exports
 write. A local export is written into a temporary sibling and swapped in
-when complete (`staged`): a kill mid-export keeps the earlier one.
+when complete (`staged`): a kill mid-export keeps the earlier one. Every
+export ends with its completion marker (util/export_marker.py).
 
 Every format of export_model.py writes a known set of names (below). A
 non-empty directory is refused unless the user passes --overwrite; then the
@@ -14,6 +15,7 @@ import contextlib
 import os
 import posixpath
 
+from util import export_marker
 from util import io_utils
 from util import run_lock
 from util.errors import UserError
@@ -128,7 +130,8 @@ def _move_absent(source, target):
 
 def _is_export_name(name):
   return (name in _HF_FOLDERS or name in _TF1_FILES or name in _SAVED_MODEL
-          or name in _TFLITE or name.startswith("model.ckpt-"))
+          or name in _TFLITE or name in export_marker.NAMES or
+          name.startswith("model.ckpt-"))
 
 
 def _remove_ours(directory, entries):

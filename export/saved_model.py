@@ -39,6 +39,7 @@ from export import inference_encoder
 from export.text_encoder import TextEncoder
 from finetune.model import ENCODER_INPUTS
 from finetune.model import FinetuningModel
+from util import export_marker
 from util.errors import UserError
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -203,8 +204,10 @@ def _text_inputs(task):
 
 
 def _save(module, output_dir, log):
-  tf.saved_model.save(module, output_dir, signatures={
-      "serving_default": module.serve_text, "from_ids": module.serve_ids})
+  """The SavedModel of `module`, util/export_marker.py's marker last."""
+  with export_marker.writing(output_dir, "saved_model"):
+    tf.saved_model.save(module, output_dir, signatures={
+        "serving_default": module.serve_text, "from_ids": module.serve_ids})
   log("exported SavedModel (signatures serving_default: %s; from_ids) -> "
       "%s" % (", ".join(module.text_input_names), output_dir))
   return output_dir

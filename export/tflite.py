@@ -13,7 +13,8 @@ TFLite builtins plus tensorflow-text's custom ops only (no Select TF ops):
                      for the ids; a classification or regression model
                      computes on the batch cut to its longest text);
   OUT/tflite.json    what a loader needs: inputs, outputs, kind, labels,
-                     the custom-op registrars, max_seq_length, quantize.
+                     the custom-op registrars, max_seq_length, quantize;
+  OUT/EXPORT_COMPLETE.json  written last (util/export_marker.py).
 
 `--quantize`: "none" (float32), "dynamic" (dynamic-range INT8: weights
 int8, activations quantized on the fly; `tf.lite.Optimize.DEFAULT`) or
@@ -85,6 +86,7 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
   """
   from export import saved_model  # pylint: disable=g-import-not-at-top
   from export import tflite_text
+  from util import export_marker
   from util import io_utils
   # One group of heads (TFLite runs its ops one after another), tokens as
   # rows (one branch: half the file, and the conversion's time).
@@ -93,9 +95,6 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
       by_columns=False)
   function = module.serve_text.get_concrete_function()
   flatbuffer = convert(function, module, quantize)
-  io_utils.make_dirs(output_dir)
-  path = posixpath.join(output_dir, MODEL_FILE)
-  io_utils.write_bytes_atomic(path, flatbuffer)
   tokenizer = ("wordpiece" if module.encoder._sp_unk is None  # pylint: disable=protected-access
                else "sentencepiece")
   if tokenizer == "sentencepiece":
@@ -110,7 +109,10 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
       else [str(label) for label in labels],
       tokenizer=tokenizer, custom_op_registerers=list(REGISTRARS[tokenizer]),
       max_seq_length=config.max_seq_length, quantize=quantize)
-  io_utils.write_json_atomic(posixpath.join(output_dir, META_FILE), meta)
+  path = posixpath.join(output_dir, MODEL_FILE)
+  with export_marker.writing(output_dir, "tflite"):
+    io_utils.write_bytes_atomic(path, flatbuffer)
+    io_utils.write_json_atomic(posixpath.join(output_dir, META_FILE), meta)
   log("exported TFLite (%s task %r, quantize %s, %.1f MB; inputs %s) -> %s"
       % (kind, task.name, quantize, len(flatbuffer) / 1e6,
          ", ".join(meta["inputs"]), path))
@@ -122,7 +124,9 @@ class TfliteClassifier(object):
   `ai_edge_litert` and `tensorflow_text`.
 
   Args:
-    directory: an export's OUT (model.tflite and tflite.json).
+    directory: an export's OUT (model.tflite and tflite.json); a folder
+      without util/export_marker.py's marker (an unfinished export) is a
+      UserError naming it.
     num_threads: the interpreter's threads (default: the cores).
 
   `classifier(text=[...])` (the export's input names; lists of strings of
@@ -132,6 +136,8 @@ class TfliteClassifier(object):
   """
 
   def __init__(self, directory, num_threads=None):
+    from util import export_marker  # pylint: disable=g-import-not-at-top
+    export_marker.check(directory)
     import tensorflow_text  # pylint: disable=g-import-not-at-top
     from ai_edge_litert import interpreter
     with open(os.path.join(directory, META_FILE), encoding="utf-8") as f:

@@ -23,6 +23,7 @@ import posixpath
 from interop import hf_sentencepiece
 from interop import names
 from interop import safetensors_io
+from util import export_marker
 from util import io_utils
 from util import vocab_layout
 from util.errors import UserError
@@ -153,7 +154,8 @@ def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
     output_dir: gets `discriminator/` and `generator/`.
     sentencepiece_model: the SentencePiece model the model's data was
       built with, instead of config.vocab_file.
-  Returns {role: folder path}.
+  Returns {role: folder path}. util/export_marker.py's marker is written
+  last, in `output_dir`.
   Raises UserError for a relative position bias (HF ELECTRA has none), a
   missing vocabulary, or a SentencePiece model without the special pieces
   or of another size than the model's vocabulary.
@@ -163,16 +165,17 @@ def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
   entries = names.model_entries(model, with_sampling_head=False)
   tied = model.generator.mlm_head.output_embeddings is None
   folders = {}
-  for role in ("discriminator", "generator"):
-    tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
-               for e in entries if e.role == role}
-    folder = posixpath.join(output_dir, role)
-    _write_folder(folder, tensors, hf_config(
-        config.network_hparams(role), ARCHITECTURES[role],
-        tie_word_embeddings=tied or role == "discriminator"), config,
-                  sp_tokenizer)
-    log("exported %s: %d tensors -> %s" % (role, len(tensors), folder))
-    folders[role] = folder
+  with export_marker.writing(output_dir, "hf"):
+    for role in ("discriminator", "generator"):
+      tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
+                 for e in entries if e.role == role}
+      folder = posixpath.join(output_dir, role)
+      _write_folder(folder, tensors, hf_config(
+          config.network_hparams(role), ARCHITECTURES[role],
+          tie_word_embeddings=tied or role == "discriminator"), config,
+                    sp_tokenizer)
+      log("exported %s: %d tensors -> %s" % (role, len(tensors), folder))
+      folders[role] = folder
   sampling_head = getattr(model.generator, "sampling_head", None)
   if sampling_head is not None:
     log("not exported (no Hugging Face counterpart): the sampling head, "
@@ -182,7 +185,8 @@ def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
 
 def export_hf_encoder(encoder, config, output_dir, sentencepiece_model=None):
   """Writes a fine-tuned model's encoder as one HF `ElectraModel` folder
-  (`AutoModel.from_pretrained` loads it), with its tokenizer files.
+  (`AutoModel.from_pretrained` loads it), with its tokenizer files and
+  util/export_marker.py's marker.
 
   Args:
     encoder: the built `ElectraEncoder` of a `FinetuningModel`.
@@ -195,9 +199,10 @@ def export_hf_encoder(encoder, config, output_dir, sentencepiece_model=None):
   sp_tokenizer = _tokenizer_source(config, sentencepiece_model)
   tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
              for e in names.model_entries(encoder)}
-  _write_folder(output_dir, tensors, hf_config(config.network_hparams(),
-                                               "ElectraModel"),
-                config, sp_tokenizer)
+  with export_marker.writing(output_dir, "hf_encoder"):
+    _write_folder(output_dir, tensors, hf_config(config.network_hparams(),
+                                                 "ElectraModel"),
+                  config, sp_tokenizer)
   return len(tensors)
 
 

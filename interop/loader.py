@@ -22,6 +22,7 @@ from interop import hf
 from interop import names
 from interop import tf1
 from model import checkpoints
+from util import export_marker
 from util import io_utils
 from util.errors import UserError
 
@@ -52,9 +53,11 @@ def read_source(source, num_attention_heads=None):
   """The tensors of an HF or TF1 source in the layout of `hf.read_hf_folder`.
 
   `num_attention_heads` ({role: heads}) fills in what a TF1 checkpoint
-  without a config beside it cannot tell.
+  without a config beside it cannot tell. An export of ours that did not
+  finish (util/export_marker.py) is a UserError naming it.
   """
   kind = detect(source)
+  _check_finished(source, kind)
   if kind == "hf":
     return hf.read_hf_folder(source)
   if kind == "tf1":
@@ -76,6 +79,19 @@ def read_source(source, num_attention_heads=None):
       merged["ignored"] += part["ignored"]
     return merged
   raise ValueError("read_source takes HF or TF1 sources, not %s" % kind)
+
+
+def _check_finished(source, kind):
+  """Refuses an unfinished export: the folder export_model.py wrote (an HF
+  role folder's parent, a TF1 checkpoint's directory) is marked in
+  progress and has no completion marker. Folders from elsewhere have
+  neither, and load."""
+  folder = source if io_utils.is_dir(source) else posixpath.dirname(source)
+  if kind == "hf" and posixpath.basename(folder.rstrip("/")) in (
+      hf.ARCHITECTURES):
+    export_marker.check(posixpath.dirname(folder.rstrip("/")),
+                        required=False)
+  export_marker.check(folder, required=False)
 
 
 def target_sizes(model):

@@ -24,6 +24,7 @@ import tensorflow as tf
 from interop import names
 from model import checkpoints
 from interop.safetensors_io import copy_atomic
+from util import export_marker
 from util import io_utils
 from util import vocab_layout
 from util.errors import UserError
@@ -156,14 +157,23 @@ def export_tf1(model, config, output_dir, step=0, log=print):
     step: the value of `global_step`.
   Also writes `bert_config.json` (the discriminator, Google's format),
   `generator_config.json` and the vocabulary (`vocab.txt`, or
-  `sentencepiece.model`). Returns the checkpoint prefix.
+  `sentencepiece.model`), and util/export_marker.py's marker last.
+  Returns the checkpoint prefix.
   """
   names.refuse_relative_position(config, "tf1")
   values = {}
   for entry in names.model_entries(model):
     values.setdefault(entry.tf1, names.tf1_layout(
         entry, entry.variable.numpy()))
-  io_utils.make_dirs(output_dir)
+  with export_marker.writing(output_dir, "tf1"):
+    path = _write_tf1(values, config, output_dir, step)
+  log("exported %d tensors -> %s" % (len(values), path))
+  return path
+
+
+def _write_tf1(values, config, output_dir, step):
+  """export_tf1's files: {TF1 name: array} `values` as the checkpoint
+  `output_dir/model.ckpt-<step>`, the config files, the vocabulary."""
   path = posixpath.join(output_dir, "model.ckpt-%d" % int(step))
   # The name-based V2 checkpoint a TF1 Saver writes, written directly: no
   # graph holding every tensor as a constant (and no .meta file), so
@@ -188,5 +198,4 @@ def export_tf1(model, config, output_dir, step=0, log=print):
         output_dir, vocab_layout.SENTENCEPIECE_FILE if
         vocab_layout.is_sentencepiece(config.vocab_file) else
         vocab_layout.WORDPIECE_FILE))
-  log("exported %d tensors -> %s" % (len(values), path))
   return path

@@ -21,6 +21,7 @@ from tensorflow_text.core.pybinds import (
 from model.bert_text import BertNormalizer
 from model.bert_text import bert_words
 from util import io_utils
+from util import text_encoding
 from util import vocab_layout
 from util.errors import UserError
 
@@ -38,18 +39,21 @@ def load_vocab(vocab_file):
   Returns:
     dict token -> id.
   Raises:
-    UserError: the file is missing or unreadable, has a duplicate token, or
-      lacks one of SPECIAL_TOKENS.
+    UserError: the file is missing or unreadable, not UTF-8 (a UTF-16 file
+      is named so) or starts with a byte-order mark
+      (util/text_encoding.py), has a duplicate token, or lacks one of
+      SPECIAL_TOKENS.
   """
   try:
-    tokens = [line.strip() for line in
-              io_utils.read_text(vocab_file).split("\n")]
+    data = io_utils.read_bytes(vocab_file)
   except FileNotFoundError:
     raise UserError("vocab file %s does not exist; build one with "
                     "`python build_vocab.py --corpus-dir DIR --output %s`."
                     % (vocab_file, vocab_file)) from None
-  except (OSError, UnicodeDecodeError) as e:
+  except OSError as e:
     raise UserError("cannot read vocab file %s: %s" % (vocab_file, e)) from None
+  tokens = [line.strip() for line in
+            text_encoding.vocab_text(data, vocab_file).split("\n")]
   while tokens and not tokens[-1]:
     tokens.pop()  # a trailing newline is not a token
   vocab = {}

@@ -399,13 +399,19 @@ FIXTURE_CORPUS = os.path.join(paths.FIXTURES, "pretraining_dataset")
 FIXTURE_VOCAB = os.path.join(paths.FIXTURES, "tokenization", "vocab.txt")
 
 
+def _run_builder(data, *flags):
+  """(exit code, stderr) of build_pretraining_dataset.py of the fixture
+  corpus into data/pretrain_tfrecords with data/vocab.txt (2 shards of 32
+  tokens)."""
+  return run("build_pretraining_dataset.py", "--corpus-dir", FIXTURE_CORPUS,
+             "--vocab-file", str(data / "vocab.txt"), "--output-dir",
+             str(data / "pretrain_tfrecords"), "--max-seq-length", "32",
+             "--num-shards", "2", *flags)
+
+
 def _build_shards(data, *flags):
-  """build_pretraining_dataset.py of the fixture corpus into
-  data/pretrain_tfrecords with data/vocab.txt (2 shards of 32 tokens)."""
-  code, err = run("build_pretraining_dataset.py", "--corpus-dir",
-                  FIXTURE_CORPUS, "--vocab-file", str(data / "vocab.txt"),
-                  "--output-dir", str(data / "pretrain_tfrecords"),
-                  "--max-seq-length", "32", "--num-shards", "2", *flags)
+  """`_run_builder`, which must succeed."""
+  code, err = _run_builder(data, *flags)
   assert code == 0, err[-3000:]
 
 
@@ -475,17 +481,29 @@ def test_shards_that_differ_from_their_manifest(built_data, tmp_path, case,
   assert not (data / "models" / "m").exists()
 
 
+def _shard_bytes(records):
+  return {n: (records / n).read_bytes() for n in os.listdir(records)}
+
+
 def test_a_resume_on_other_data(built_data, tmp_path):
-  """Shards rebuilt in place under a model: refused unless accept_new_data
-  (then the stream restarts, no DataLossError); a deleted manifest is a
-  warning; another vocabulary of the same size (shards rebuilt with it)
-  is refused naming both fingerprints, and config.json keeps its own."""
+  """The builder refuses to rebuild in place the shards a model records
+  (--overwrite-used does); shards rebuilt so: a resume is refused unless
+  accept_new_data (then the stream restarts, no DataLossError); a deleted
+  manifest is a warning; another vocabulary of the same size (shards
+  rebuilt with it) is refused naming both fingerprints, and config.json
+  keeps its own."""
   from util import vocab_fingerprint  # pylint: disable=g-import-not-at-top
   data = tmp_path / "D"
   shutil.copytree(built_data, data)
   code, _, err = _pretrain(data, 2)
   assert code == 0, err[-3000:]
-  _build_shards(data, "--overwrite", "--seed", "99")
+  records = data / "pretrain_tfrecords"
+  before = _shard_bytes(records)
+  code, err = _run_builder(data, "--overwrite", "--seed", "99")
+  assert_refused(code, err, "the shards in %s are the training data of %s " %
+                 (records, data / "models" / "m"), "pass --overwrite-used")
+  assert _shard_bytes(records) == before
+  _build_shards(data, "--overwrite-used", "--seed", "99")
   code, _, err = _pretrain(data, 4)
   assert_refused(code, err, "the training shards (hparam 'pretrain_tfrecords'",
                  "are not the ones the checkpoints in", "accept_new_data")
@@ -503,11 +521,31 @@ def test_a_resume_on_other_data(built_data, tmp_path):
   lines = vocab.read_text().split("\n")
   lines[10], lines[11] = lines[11], lines[10]
   vocab.write_text("\n".join(lines))
-  _build_shards(data, "--overwrite")
+  _build_shards(data, "--overwrite", "--overwrite-used")
   code, _, err = _pretrain(data, 8, accept_new_data=True)
   assert_refused(code, err, "were trained with another vocabulary",
                  old_fingerprint, vocab_fingerprint.fingerprint(str(vocab)))
   assert config.read_text() == before
+
+
+def test_a_rebuild_of_shards_a_model_records_by_a_relative_path(built_data,
+                                                               tmp_path):
+  """A model pre-trained with a relative --data-dir records a relative
+  shard glob: the builder still finds it (read under the data directory
+  the model sits in), and names only the models of that folder."""
+  data = tmp_path / "D"
+  shutil.copytree(built_data, data)
+  for name, folder in (("rel", "pretrain_tfrecords"), ("other", "other")):
+    (data / "models" / name).mkdir(parents=True)
+    (data / "models" / name / "config.json").write_text(json.dumps(dict(
+        data_dir="D", pretrain_tfrecords="D/%s/pretrain_data.tfrecord*" %
+        folder, train_shards={"fingerprint": "sha256:0", "files": {}})))
+  records = data / "pretrain_tfrecords"
+  before = _shard_bytes(records)
+  code, err = _run_builder(data, "--overwrite")
+  assert_refused(code, err, "training data of %s (their" % (
+      data / "models" / "rel"))
+  assert _shard_bytes(records) == before
 
 
 @pytest.mark.parametrize("case", ["huge-steps", "hparams-dir",
@@ -656,3 +694,141 @@ def test_a_stop_signal_in_fine_tuning_keeps_the_finished_trials(data_dir):
                        .read_text())
   assert [t["trial"] for t in results["trials"]] == [1]
   assert not (model_dir / ".lock").exists()
+
+
+# --- Exports: the completion marker (util/export_marker.py). ---
+
+_EXPORT_KILLED_HALFWAY = """
+import os, signal, sys
+import export_model
+from interop import hf
+from util.cli import run_main
+real, written = hf._write_folder, []
+def write_then_die(*args, **kwargs):
+  if written:  # discriminator/ written: killed in generator/.
+    os.kill(os.getpid(), signal.SIGKILL)
+  written.append(real(*args, **kwargs))
+hf._write_folder = write_then_die
+run_main(export_model.main, sys.argv[1:])
+"""
+
+
+def test_an_unfinished_export_is_refused_by_its_loaders(tmp_path):
+  """A finished export ends with EXPORT_COMPLETE.json (format, time). An
+  export killed halfway leaves a folder marked in progress (its temporary
+  sibling here; on an object store, --output itself): --checkpoint on it,
+  or on its discriminator/, is one line naming it; the TFLite runner
+  refuses a folder without the marker before it loads anything."""
+  from tests import interop_fixtures as ix  # pylint: disable=g-import-not-at-top
+  from tests import pretrain_fixtures as pf  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "D"
+  data.mkdir()
+  ix.write_vocab(data / "vocab.txt")
+  ix.pretrained_dir(data, dict(
+      model_hparam_overrides=dict(pf.TINY_MODEL),
+      embedding_size=pf.TINY_EMBEDDING_SIZE, vocab_size=ix.VOCAB_SIZE,
+      max_seq_length=ix.SEQ_LEN))
+  argv = ["--data-dir", str(data), "--model-name", "M", "--format", "hf"]
+  code, err = run("export_model.py", *argv, "--output", str(tmp_path / "hf"))
+  assert code == 0, err[-3000:]
+  marker = json.loads((tmp_path / "hf" / "EXPORT_COMPLETE.json").read_text())
+  assert marker["format"] == "hf" and marker["completed"].startswith("20")
+  assert not (tmp_path / "hf" / ".export-in-progress").exists()
+  killed = subprocess.run(
+      [sys.executable, "-c", _EXPORT_KILLED_HALFWAY] + argv +
+      ["--output", str(tmp_path / "new")], cwd=paths.REPO,
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert killed.returncode == -9, killed.stderr[-3000:]
+  assert not (tmp_path / "new").exists()
+  [half] = [tmp_path / n for n in os.listdir(tmp_path)
+            if n.startswith(".new.tmp-export-")]
+  assert (half / "discriminator" / "model.safetensors").exists()
+  for source in (half, half / "discriminator"):
+    code, err = run("export_model.py", "--checkpoint", str(source),
+                    "--format", "tf1", "--output", str(tmp_path / "tf1"))
+    assert_refused(code, err, "incomplete export %s: it has no "
+                   "EXPORT_COMPLETE.json" % half, "re-run export_model.py")
+    assert not (tmp_path / "tf1").exists()
+  from export import tflite  # pylint: disable=g-import-not-at-top
+  from util.errors import UserError  # pylint: disable=g-import-not-at-top
+  folder = tmp_path / "tflite"
+  folder.mkdir()
+  (folder / tflite.MODEL_FILE).write_bytes(b"TFL3")
+  (folder / tflite.META_FILE).write_text("{}")
+  with pytest.raises(UserError, match="incomplete export %s: it has no "
+                     "EXPORT_COMPLETE.json" % folder):
+    tflite.TfliteClassifier(str(folder))
+
+
+# --- Encodings: UTF-16 and UTF-32 corpus files, a vocabulary's
+# byte-order mark (util/text_encoding.py). ---
+
+_WIDE_FILES = {  # name: (encoded text, the encoding iconv is told)
+    "utf16_bom.txt": ("Plain words here.\n".encode("utf-16"), "UTF-16"),
+    "utf16le.txt": ("Plain words here.\n".encode("utf-16-le"), "UTF-16LE"),
+    "utf32_bom.txt": ("Plain words here.\n".encode("utf-32"), "UTF-32"),
+}
+
+
+def test_utf16_and_utf32_corpus_files_are_named_with_the_fix(tmp_path):
+  """Both builders skip a UTF-16 or UTF-32 file saying which encoding it
+  looks like (by its byte-order mark, or NULs at every other byte) and the
+  iconv command that converts it, in the warning and the manifest; the
+  command works."""
+  corpus = tmp_path / "corpus"
+  shutil.copytree(FIXTURE_CORPUS, corpus)
+  for name, (data, _) in _WIDE_FILES.items():
+    (corpus / name).write_bytes(data)
+  out = tmp_path / "records"
+  code, err = run("build_pretraining_dataset.py", "--corpus-dir", str(corpus),
+                  "--vocab-file", FIXTURE_VOCAB, "--output-dir", str(out),
+                  "--max-seq-length", "32")
+  assert code == 0, err[-3000:]
+  reasons = {f["path"]: f["reason"] for f in json.loads(
+      (out / "manifest.json").read_text())["files"]["skipped_files"]}
+  code, vocab_err = run("build_vocab.py", "--corpus-dir", str(corpus),
+                        "--output", str(tmp_path / "vocab.txt"),
+                        "--vocab-size", "200")
+  assert code == 0, vocab_err[-3000:]
+  for name, (data, encoding) in _WIDE_FILES.items():
+    path = corpus / name
+    command = "iconv -f %s -t UTF-8 %s > %s.utf8" % (encoding, path, path)
+    assert reasons[name].startswith("not UTF-8: looks like %s (" % encoding)
+    assert command in reasons[name], reasons[name]
+    for stderr in (err, vocab_err):
+      assert "warning: skipping %s: %s\n" % (name, reasons[name]) in stderr
+    subprocess.run(command, shell=True, check=True)
+    converted = (tmp_path / "corpus" / (name + ".utf8")).read_text("utf-8")
+    assert converted.lstrip("\ufeff") == "Plain words here.\n"
+
+
+@pytest.mark.parametrize("case,fragments", [
+    ("utf8-bom", ["starts with a UTF-8 byte-order mark",
+                  "first token would read as \"\\ufeff[PAD]\"",
+                  "sed -i '1s/^\\xEF\\xBB\\xBF//'"]),
+    ("utf16", ["is not UTF-8: it looks like UTF-16 (it starts with a UTF-16 "
+               "byte-order mark); convert it with iconv -f UTF-16"]),
+])
+def test_a_vocabulary_with_a_byte_order_mark(tmp_path, case, fragments):
+  """A vocab.txt saved with a UTF-8 byte-order mark is refused by name
+  (its first token would differ here, in transformers and in TensorFlow
+  Text), with the command that removes it; one saved as UTF-16 is named
+  with the iconv command. Nothing is written; the fixed file builds."""
+  text = open(FIXTURE_VOCAB, encoding="utf-8").read()
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8")
+                    if case == "utf8-bom" else text.encode("utf-16"))
+  out = tmp_path / "records"
+  argv = ["build_pretraining_dataset.py", "--corpus-dir", FIXTURE_CORPUS,
+          "--vocab-file", str(vocab), "--output-dir", str(out),
+          "--max-seq-length", "32"]
+  code, err = run(*argv)
+  assert_refused(code, err, "vocab file %s " % vocab, *fragments)
+  assert not out.exists()
+  if case == "utf8-bom":
+    subprocess.run(["sed", "-i", r"1s/^\xEF\xBB\xBF//", str(vocab)],
+                   check=True)
+    assert vocab.read_text("utf-8") == text
+    code, err = run(*argv)
+    assert code == 0, err[-3000:]

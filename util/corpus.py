@@ -7,6 +7,7 @@ read exactly the same text and skip exactly the same files.
 import os
 import sys
 
+from util import text_encoding
 from util.errors import UserError
 
 
@@ -62,8 +63,10 @@ def read_text(path):
 
   Returns:
     (text, None) for a usable file, or (None, reason) where reason says why it
-    is skipped: unreadable, empty, binary (holds NUL bytes) or not UTF-8.
-    A UTF-8 byte-order mark is dropped.
+    is skipped: unreadable, empty, binary (holds NUL bytes) or not UTF-8;
+    a file that looks UTF-16 or UTF-32 is said to, with the iconv command
+    that converts it (util/text_encoding.py). A UTF-8 byte-order mark is
+    dropped.
   """
   try:
     with open(path, "rb") as f:
@@ -72,6 +75,9 @@ def read_text(path):
     return None, "unreadable (%s)" % (e.strerror or e)
   if not data:
     return None, "empty"
+  hint = text_encoding.conversion_hint(data, path)
+  if hint:
+    return None, "not UTF-8: " + hint
   nul = data.find(b"\x00")
   if nul >= 0:
     return None, "binary (NUL byte at offset %d)" % nul

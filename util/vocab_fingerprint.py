@@ -10,12 +10,15 @@ word; a shorter one fails deep in a gather, or not at all on a GPU).
 import hashlib
 
 from util import io_utils
+from util import text_encoding
 
 
 def tokens(path):
   """The tokens of a WordPiece vocab.txt, one a line (blank lines and line
-  endings left out)."""
-  return [line.rstrip("\r") for line in io_utils.read_text(path).split("\n")
+  endings left out); a UserError when it is not UTF-8 or starts with a
+  byte-order mark (util/text_encoding.py)."""
+  text = text_encoding.vocab_text(io_utils.read_bytes(path), path)
+  return [line.rstrip("\r") for line in text.split("\n")
           if line.rstrip("\r")]
 
 

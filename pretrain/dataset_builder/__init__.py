@@ -11,6 +11,8 @@ of the vocabulary learner. Modules, in the order data flows through them:
   parallel.py           chunks built by worker processes, results in order
   progress.py           the progress line on stderr
   output.py             the output directory and manifest.json
+  used_shards.py        shards a model records: no rebuild in place unless
+                        --overwrite-used
   build.py              build_dataset: the whole build
 
 Shard files are written by `pretrain/tfrecord_shards.py`.

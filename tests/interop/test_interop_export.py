@@ -142,7 +142,8 @@ def test_an_export_never_overwrites_silently(tmp_path):
   assert export_model.main(argv + ["--format", "hf"]) == 0
   before = (out / "discriminator" / "model.safetensors").read_bytes()
   with pytest.raises(UserError, match=r"--output %s is not empty "
-                     r"\(discriminator, generator\); pass --overwrite" % out):
+                     r"\(EXPORT_COMPLETE.json, discriminator, "
+                     r"generator\); pass --overwrite" % out):
     export_model.main(argv + ["--format", "tf1"])
   assert (out / "discriminator" / "model.safetensors").read_bytes() == before
   assert not tf.train.latest_checkpoint(str(out))
