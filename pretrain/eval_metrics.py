@@ -96,6 +96,14 @@ MAIN_METRICS = (
         _HARDNESS_METRICS) + (
     "num_masked", "num_tokens", "num_estimator_pairs")
 
+# What each evaluation adds to the run's history (eval_report.
+# append_history) and to TensorBoard's `eval` folder: the main metrics and
+# D on temperature-1 draws (suffix `_t1`, pretrain/evaluation.py), so the
+# curves show whether D leaves the early phase (docs/method.md §5.1).
+CURVE_METRICS = MAIN_METRICS + (
+    "disc_auc_t1", "disc_loss_replaced_t1", "disc_loss_original_t1",
+    "replacement_log10_rank_t1", "original_log10_rank_t1", "temperature")
+
 
 # Metrics that are a weighted mean sum(w * value) / sum(w).
 _MEAN_METRICS = (

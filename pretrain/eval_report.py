@@ -15,6 +15,7 @@ import io
 import numpy as np
 
 from pretrain.eval_metrics import HIST_EDGES
+from pretrain.eval_metrics import CURVE_METRICS
 from pretrain.eval_metrics import MAIN_METRICS
 from pretrain.eval_metrics import NUM_HIST_BINS
 from util import io_utils
@@ -133,12 +134,12 @@ def write_results(results, results_dir, name="pretrain_eval", step=None):
 
 
 def append_history(results, results_dir, step, name="pretrain_eval_history"):
-  """Adds the main metrics of an evaluation at `step` to
+  """Adds the curves' metrics (CURVE_METRICS) of an evaluation at `step` to
   `<results_dir>/<name>.json` (a list by step, rewritten atomically); the
   entries at `step` or later (a resumed run evaluating again) are replaced."""
   path = "%s/%s.json" % (results_dir.rstrip("/"), name)
   history = io_utils.read_json(path) if io_utils.exists(path) else []
-  entry = {k: results[k] for k in MAIN_METRICS
+  entry = {k: results[k] for k in CURVE_METRICS
            if isinstance(results.get(k), float)}
   entry["step"] = int(step)
   history = [h for h in history if h["step"] < int(step)] + [entry]

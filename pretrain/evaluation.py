@@ -174,20 +174,30 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
   results_dir = os.path.join(config.model_dir, "results")
   paths = eval_report.write_results(results, results_dir, step=step)
   eval_report.append_history(results, results_dir, step)
+  _write_scalars(results, config.model_dir, step)
   plot = eval_report.plot_max_prob_histogram(
       {config.model_name: results["gen_max_prob_histogram"]},
       os.path.join(results_dir, "gen_max_prob_histogram.png"),
       title="Generator max-probability at masked positions (step %d)" % step)
   log("Eval at step %d: %s" % (step, ", ".join(
-      "%s %.4f" % (k, results[k]) for k in eval_metrics.MAIN_METRICS +
-      ("estimator_spearman_pG", "estimator_pearson_pG", "disc_auc_t1",
-       "disc_loss_replaced_t1", "disc_loss_original_t1", "temperature")
+      "%s %.4f" % (k, results[k]) for k in eval_metrics.CURVE_METRICS +
+      ("estimator_spearman_pG", "estimator_pearson_pG")
       if isinstance(results.get(k), float))))
   warning = eval_report.discriminator_warning(results)
   if warning:
     log(warning)
   log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))
   return results
+
+
+def _write_scalars(results, model_dir, step):
+  """The curves' metrics at `step`, to TensorBoard's `<model_dir>/eval`."""
+  writer = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
+  with writer.as_default(step=step):
+    for key in eval_metrics.CURVE_METRICS:
+      if isinstance(results.get(key), float):
+        tf.summary.scalar(key, results[key])
+  writer.close()
 
 
 def t1_metrics(results, t1_results):

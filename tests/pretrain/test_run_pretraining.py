@@ -432,6 +432,21 @@ def test_eval_every_evaluates_mid_training_and_traces_once(data_dir):
            if line.startswith("Eval at step")]
   assert evals == ["Eval at step 2", "Eval at step 4"], lines
   assert trainer._eval_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+  # The curves: the history and TensorBoard's eval folder hold D on
+  # temperature-1 draws and its losses on replaced and original tokens.
+  results = os.path.join(config.model_dir, "results")
+  with open(os.path.join(results, "pretrain_eval_history.json")) as f:
+    history = json.load(f)
+  assert [h["step"] for h in history] == [2, 4]
+  for key in ("disc_auc_t1", "disc_loss_replaced", "disc_loss_original",
+              "replacement_log10_rank_t1", "temperature"):
+    assert all(isinstance(h[key], float) for h in history), key
+  tags = set()
+  for path in tf.io.gfile.glob(os.path.join(config.model_dir, "eval",
+                                            "events*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      tags.update(v.tag for v in event.summary.value)
+  assert {"disc_auc_t1", "disc_loss_replaced", "disc_loss_original"} <= tags
 
 
 def test_init_checkpoint_warm_starts_electra_from_a_plain_mlm(data_dir):
