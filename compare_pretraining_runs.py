@@ -4,8 +4,10 @@
 
 Reads each model directory's `results/pretrain_eval.json` (written by
 run_pretraining.py with do_eval) and prints a table of the main metrics; with
---output it also writes the table (comparison.md) and one plot of the
-generator's max-probability histograms (gen_max_prob_histograms.png).
+--output it also writes the table (comparison.md), one plot of the
+generator's max-probability histograms (gen_max_prob_histograms.png) and,
+from each run's `results/pretrain_eval_history.json` (every evaluation,
+`eval_every`), the curves of D on temperature-1 draws (curves.png).
 """
 
 import argparse
@@ -25,6 +27,12 @@ def load_results(model_dir):
   return io_utils.read_json(path)
 
 
+def _history(model_dir):
+  """The run's evaluation history (a list by step; [] if it has none)."""
+  path = os.path.join(model_dir, "results", "pretrain_eval_history.json")
+  return io_utils.read_json(path) if io_utils.exists(path) else []
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("model_dirs", nargs="+")
@@ -41,8 +49,12 @@ def main(argv=None):
         {name: r["gen_max_prob_histogram"] for name, r in runs.items()},
         os.path.join(args.output, "gen_max_prob_histograms.png"),
         title="Generator max-probability at masked positions")
-    print("Wrote %s and %s" % (os.path.join(args.output, "comparison.md"),
-                               plot))
+    histories = {name: _history(d) for name, d in zip(runs, args.model_dirs)}
+    curves = eval_report.plot_curves(
+        {name: h for name, h in histories.items() if h},
+        os.path.join(args.output, "curves.png"))
+    print("Wrote %s, %s and %s" % (
+        os.path.join(args.output, "comparison.md"), plot, curves))
   return 0
 
 

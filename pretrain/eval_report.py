@@ -193,6 +193,56 @@ def plot_max_prob_histogram(histograms, path, title=None, log_scale=False):
   return path
 
 
+# The panels of `plot_curves`: (title, [(history key, line style)]); a
+# run whose history lacks a `_t1` key (before it was recorded) falls back
+# to the same metric on its own draws, which are the t1 draws of a run at
+# temperature 1.
+CURVE_PANELS = (
+    ("D's AUC on temperature-1 draws", [("disc_auc_t1", "-")]),
+    ("D's loss: replaced (solid), original (dashed)",
+     [("disc_loss_replaced_t1", "-"), ("disc_loss_original_t1", "--")]),
+    ("log10 frequency rank: replacement (solid), original (dashed)",
+     [("replacement_log10_rank_t1", "-"), ("original_log10_rank_t1", "--")]),
+)
+
+
+def _curve(history, key):
+  """(steps, values) of `key` in a run's history (see CURVE_PANELS)."""
+  plain = key[:-len("_t1")] if key.endswith("_t1") else key
+  points = [(h["step"], h.get(key, h.get(plain))) for h in history]
+  points = [(step, v) for step, v in points if v is not None]
+  return [p[0] for p in points], [p[1] for p in points]
+
+
+def plot_curves(histories, path, title=None):
+  """Evaluation curves (PNG) of runs, {label: pretrain_eval_history list}:
+  D's AUC on temperature-1 draws, D's loss on replaced and original
+  tokens, and the frequency ranks of replacements and originals, against
+  steps (CURVE_PANELS)."""
+  from matplotlib.backends.backend_agg import FigureCanvasAgg
+  from matplotlib.figure import Figure
+
+  fig = Figure(figsize=(14, 4.2))
+  FigureCanvasAgg(fig)
+  for i, (panel, keys) in enumerate(CURVE_PANELS):
+    ax = fig.add_subplot(1, len(CURVE_PANELS), i + 1)
+    for j, (label, history) in enumerate(histories.items()):
+      for key, style in keys:
+        steps, values = _curve(history, key)
+        ax.plot(steps, values, style, color="C%d" % j, marker="o",
+                markersize=3, label=str(label) if style == "-" else None)
+    ax.set_xlabel("step")
+    ax.set_title(panel, fontsize=9)
+    ax.legend(fontsize=7)
+  if title:
+    fig.suptitle(title, fontsize=10)
+  fig.tight_layout()
+  buf = io.BytesIO()
+  fig.savefig(buf, format="png", dpi=90)
+  write_bytes_atomic(path, buf.getvalue())
+  return path
+
+
 def format_results_table(results_by_run):
   """Markdown table of the main metrics, one column per run ({run: results}).
 

@@ -421,7 +421,8 @@ def test_readme_commands_leave_their_outputs(readme_runs):
   for model in ("M", "M2"):
     results = os.path.join(data, "models", model, "results")
     assert os.path.exists(os.path.join(results, "pretrain_eval.json"))
-  assert os.path.exists(os.path.join(data, "comparison", "comparison.md"))
+  for name in ("comparison.md", "curves.png"):
+    assert os.path.exists(os.path.join(data, "comparison", name))
   for task in ("sst", "mrpc"):
     with open(os.path.join(data, "models", "M", "results",
                            task + "_results.json")) as f:

@@ -89,3 +89,15 @@ def test_discriminator_warning_only_below_the_prior_auc():
   # A plain MLM has no discriminator; an undefined AUC gives no warning.
   assert er.discriminator_warning({"masked_lm_accuracy": 0.3}) is None
   assert er.discriminator_warning({"disc_auc": None}) is None
+
+
+def test_curves_read_t1_keys_and_fall_back_to_own_draws(tmp_path):
+  recorded = [dict(step=100, disc_auc=0.8, disc_auc_t1=0.55),
+              dict(step=200, disc_auc=0.7, disc_auc_t1=0.6)]
+  older = [dict(step=100, disc_auc=0.51), dict(step=200)]
+  assert er._curve(recorded, "disc_auc_t1") == ([100, 200], [0.55, 0.6])  # pylint: disable=protected-access
+  assert er._curve(older, "disc_auc_t1") == ([100], [0.51])  # pylint: disable=protected-access
+  path = er.plot_curves({"curriculum": recorded, "electra": older},
+                        str(tmp_path / "curves.png"), title="t")
+  with open(path, "rb") as f:
+    assert f.read(8) == b"\x89PNG\r\n\x1a\n"
