@@ -36,15 +36,15 @@ from util.cli import tensorflow_startup
 tensorflow_startup()
 
 # pylint: disable=g-import-not-at-top
-from model import tokenization
+from text import tokenization
 from pretrain.dataset_builder.build import build_dataset
 from pretrain.dataset_builder.build import cpu_seconds
 from pretrain.dataset_builder.build import MAX_UNK_FRACTION
 from pretrain.dataset_builder import used_shards
 from util.cli import run_main
 from util.errors import UserError
-from util import vocab_fingerprint
-from util import vocab_layout
+from text import vocab_fingerprint
+from text import vocab_layout
 # pylint: enable=g-import-not-at-top
 
 

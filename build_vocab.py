@@ -5,7 +5,7 @@ tensorflow-text's learner, on text normalized like the tokenizer does;
 `unigram` or `bpe` trains a SentencePiece model (a `.model` file) with the
 sentencepiece library. Either way [PAD] [UNK] [CLS] [SEP] [MASK] come first
 ([PAD] has id 0). A directory holds one of vocab.txt and
-sentencepiece.model, never both (util/vocab_layout.py).
+sentencepiece.model, never both (text/vocab_layout.py).
 
 Usage:
   python build_vocab.py --corpus-dir data/corpus --output vocab.txt \
@@ -23,12 +23,12 @@ from util.cli import tensorflow_startup
 tensorflow_startup()
 
 # pylint: disable=g-import-not-at-top
-from model.tokenization import SPECIAL_TOKENS
+from text.tokenization import SPECIAL_TOKENS
 from pretrain.dataset_builder import sentencepiece_vocab as spv
 from pretrain.dataset_builder.vocabulary import build_vocab
 from util import io_utils
 from util import run_lock
-from util import vocab_layout
+from text import vocab_layout
 from util.cli import run_main
 from util.errors import UserError
 # pylint: enable=g-import-not-at-top

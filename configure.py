@@ -13,8 +13,8 @@ import os
 from model import samplers
 from model import transformer_hparams
 from util import io_utils
-from util import vocab_fingerprint
-from util import vocab_layout
+from text import vocab_fingerprint
+from text import vocab_layout
 from util import xla_fusion
 from util.hparams import ConfigError
 from util.hparams import Field
@@ -179,7 +179,7 @@ _PRETRAIN_FIELDS = dict(
     eval_tfrecords=Field(None, (str, type(None)), "Held-out shard glob for "
                          "evaluation; default: the train glob."),
     vocab_file=Field(None, (str, type(None)), "A vocab.txt or SentencePiece "
-                     ".model; default the data dir's (util/vocab_layout.py)."),
+                     ".model; default the data dir's (text/vocab_layout.py)."),
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
     init_checkpoint=Field(None, (str, type(None)), "Warm start: a "
@@ -255,7 +255,7 @@ _FINETUNE_FIELDS = dict(
     relative_max_distance=Field(128, int, "Must match the pre-trained model.",
                                 min=1),
     vocab_file=Field(None, (str, type(None)), "A vocab.txt or SentencePiece "
-                     ".model; default the data dir's (util/vocab_layout.py)."),
+                     ".model; default the data dir's (text/vocab_layout.py)."),
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
 )

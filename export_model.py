@@ -53,8 +53,8 @@ import configure  # pylint: disable=g-import-not-at-top
 from model import saved_config
 from util import hparams as hparams_lib
 from util import io_utils
-from util import vocab_fingerprint
-from util import vocab_layout
+from text import vocab_fingerprint
+from text import vocab_layout
 from util.errors import UserError
 
 

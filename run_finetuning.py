@@ -23,7 +23,7 @@ from configure import FinetuningConfig  # pylint: disable=g-import-not-at-top
 from configure import check_model_name  # pylint: disable=g-import-not-at-top
 from util.hparams import load_hparams
 from util.cli import run_main
-from util.vocab_layout import with_vocab_size
+from text.vocab_layout import with_vocab_size
 
 
 def parse_args(argv=None):

@@ -4,7 +4,7 @@
 
 Reads `D/pretrain_tfrecords/pretrain_data.tfrecord*` (and, for evaluation,
 `D/pretrain_tfrecords/heldout_data.tfrecord*` when present) and the
-vocabulary, `D/vocab.txt` or `D/sentencepiece.model` (util/vocab_layout.py);
+vocabulary, `D/vocab.txt` or `D/sentencepiece.model` (text/vocab_layout.py);
 writes checkpoints, TensorBoard summaries, `config.json` and `results/` under
 `D/models/M`. Re-running the same command resumes from the last checkpoint.
 With hparam `init_checkpoint` the model's sizes and vocabulary are the
@@ -27,7 +27,7 @@ from util.errors import UserError
 from util import hparams as hparams_lib
 from util import io_utils
 from util import run_lock
-from util import vocab_layout
+from text import vocab_layout
 from util.io_utils import check_writable
 
 

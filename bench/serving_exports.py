@@ -20,7 +20,7 @@ from export.text_encoder import TextEncoder
 from finetune import finetuned_model
 from finetune.classification import classification_tasks
 from interop import hf
-from util import vocab_layout
+from text import vocab_layout
 from util.errors import UserError
 
 

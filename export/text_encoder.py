@@ -13,7 +13,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from finetune import truncation
-from model import tokenization
+from text import tokenization
 from util import io_utils
 
 

@@ -9,7 +9,7 @@ their feature after a distributed, padded evaluation.
 import numpy as np
 import tensorflow as tf
 
-from model import tokenization
+from text import tokenization
 from util.errors import UserError
 
 # Padding rows added to fill the last evaluation batch carry this index.

@@ -24,8 +24,8 @@ from interop import convert
 from interop.safetensors_io import copy_atomic
 from model import checkpoints
 from util import io_utils
-from util import vocab_fingerprint
-from util import vocab_layout
+from text import vocab_fingerprint
+from text import vocab_layout
 from util.errors import UserError
 from util.hparams import ConfigError
 
@@ -138,7 +138,7 @@ def _adopt_vocab(config, user, found, log):
           "%s (remove %s to have it copied there), or another source." % (
               ours, theirs, posixpath.basename(theirs), ours))
   elif "vocab_file" not in user:  # A missing hparam file is reported later.
-    # The data directory's file of the source's kind (util/vocab_layout.py).
+    # The data directory's file of the source's kind (text/vocab_layout.py).
     ours = posixpath.join(config.data_dir, vocab_layout.SENTENCEPIECE_FILE
                           if vocab_layout.is_sentencepiece(theirs) else
                           vocab_layout.WORDPIECE_FILE)

@@ -22,7 +22,7 @@ from interop import loader
 from model import checkpoints
 from model import saved_config
 from util import io_utils
-from util import vocab_layout
+from text import vocab_layout
 from util.errors import UserError
 
 _ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads",

@@ -25,7 +25,7 @@ from interop import names
 from interop import safetensors_io
 from util import export_marker
 from util import io_utils
-from util import vocab_layout
+from text import vocab_layout
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 

@@ -25,8 +25,8 @@ tokenizer drops. Raw text does not hold them.
 
 import base64
 
-from model.tokenization import SPECIAL_TOKENS
-from model.tokenization import SentencePieceTokenizer
+from text.tokenization import SPECIAL_TOKENS
+from text.tokenization import SentencePieceTokenizer
 from util import io_utils
 from util.errors import UserError
 

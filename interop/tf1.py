@@ -26,7 +26,7 @@ from model import checkpoints
 from interop.safetensors_io import copy_atomic
 from util import export_marker
 from util import io_utils
-from util import vocab_layout
+from text import vocab_layout
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 from util.io_utils import write_text_atomic

@@ -37,7 +37,7 @@ import contextlib
 
 import tensorflow as tf
 
-from model import tokenization
+from text import tokenization
 from pretrain import shards
 from pretrain.masking import mask_batch
 from util.errors import UserError

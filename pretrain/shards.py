@@ -17,8 +17,8 @@ from google.protobuf.message import DecodeError
 import tensorflow as tf
 
 from util import io_utils
-from util import vocab_fingerprint
-from util import vocab_layout
+from text import vocab_fingerprint
+from text import vocab_layout
 from util.errors import UserError
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")

@@ -492,7 +492,7 @@ def test_a_resume_on_other_data(built_data, tmp_path):
   manifest is a warning; another vocabulary of the same size (shards
   rebuilt with it) is refused naming both fingerprints, and config.json
   keeps its own."""
-  from util import vocab_fingerprint  # pylint: disable=g-import-not-at-top
+  from text import vocab_fingerprint  # pylint: disable=g-import-not-at-top
   data = tmp_path / "D"
   shutil.copytree(built_data, data)
   code, _, err = _pretrain(data, 2)

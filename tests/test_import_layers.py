@@ -4,7 +4,7 @@ Every project module's imports are read with `ast` (nothing is imported),
 each one mapped to the top-level package or module it names (`model`,
 `interop`, `configure`, ...). Imports inside a package are left out; what
 is left must form a graph without a cycle, so that the packages stack in
-layers (util -> model -> training -> configure -> interop -> pretrain,
+layers (util -> text -> model -> training -> configure -> interop -> pretrain,
 finetune -> export -> the entry scripts): a package never reaches back up.
 """
 

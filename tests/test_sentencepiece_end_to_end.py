@@ -32,7 +32,7 @@ import run_pretraining
 from finetune import finetuned_model
 from interop import convert
 from model import saved_config
-from model import tokenization
+from text import tokenization
 from tests import interop_fixtures as ix
 from tests import pretrain_fixtures as pf
 from tests import sentencepiece_fixtures as spf

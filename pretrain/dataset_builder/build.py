@@ -230,7 +230,7 @@ def build_dataset(corpus_dir, output_dir, tokenizer, max_seq_length=128,
     corpus_dir: directory of text files (read recursively).
     output_dir: where the shards and manifest go (empty, missing, or
       `overwrite`).
-    tokenizer: a model.tokenization tokenizer.
+    tokenizer: a text.tokenization tokenizer.
     max_seq_length, num_processes, num_shards, blanks_separate_docs,
     heldout_fraction, seed, overwrite: as the command-line flags.
     settings: more settings to record in the manifest (e.g. the vocab file).

@@ -18,7 +18,7 @@ class ExampleBuilder(object):
   """Turns chunks of raw text into serialized examples (runs in the workers).
 
   Args:
-    tokenizer: a model.tokenization tokenizer.
+    tokenizer: a text.tokenization tokenizer.
     max_seq_length: tokens per example, [CLS]/[SEP] included.
     blanks_separate_docs: a blank line ends a document (else a file is one).
     heldout_fraction: probability that a document goes to the held-out set.

@@ -4,14 +4,14 @@ The model holds ELECTRA's special tokens as pieces, with the ids a
 WordPiece vocab.txt of build_vocab.py gives them: [PAD] 0 (the model's
 padding piece), [UNK] 1 (its unknown piece), [CLS] 2, [SEP] 3, [MASK] 4
 (user-defined pieces), then any other reserved tokens, then the learned
-pieces. model.tokenization.SentencePieceTokenizer reads it; its own
+pieces. text.tokenization.SentencePieceTokenizer reads it; its own
 normalization applies at every stage. build_vocab.py is the command line.
 """
 
 import io
 import os
 
-from model.tokenization import SPECIAL_TOKENS
+from text.tokenization import SPECIAL_TOKENS
 from util import corpus as corpus_lib
 from util.errors import UserError
 from util.io_utils import write_bytes_atomic

@@ -1,13 +1,13 @@
 """Learns a WordPiece vocabulary (vocab.txt) from a corpus directory.
 
-The text is normalized as model.tokenization.WordPieceTokenizer normalizes
+The text is normalized as text.tokenization.WordPieceTokenizer normalizes
 it, so the vocabulary fits the tokenizer; build_vocab.py is the command line.
 """
 
 import sys
 
-from model.tokenization import SPECIAL_TOKENS
-from model.bert_text import BertNormalizer
+from text.tokenization import SPECIAL_TOKENS
+from text.bert_text import BertNormalizer
 from util import corpus as corpus_lib
 from util.errors import UserError
 from util.io_utils import write_text_atomic

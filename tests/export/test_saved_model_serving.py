@@ -21,7 +21,7 @@ import tensorflow as tf
 import export_model
 from export import saved_model
 from model import builders
-from model import tokenization
+from text import tokenization
 from finetune import finetuned_model
 from finetune import runner
 from tests import finetune_fixtures as ff

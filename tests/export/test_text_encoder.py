@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from export.text_encoder import TextEncoder
-from model import tokenization
+from text import tokenization
 from tests import finetune_fixtures as ff
 
 SEQ = 8

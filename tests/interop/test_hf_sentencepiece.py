@@ -17,7 +17,7 @@ import pytest
 import export_model
 from interop import convert
 from interop import hf_sentencepiece
-from model import tokenization
+from text import tokenization
 from tests import interop_fixtures as ix
 from tests import sentencepiece_fixtures as spf
 from util.errors import UserError

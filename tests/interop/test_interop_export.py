@@ -15,7 +15,7 @@ from finetune import runner
 from interop import convert
 from interop import loader
 from model import builders
-from model import tokenization
+from text import tokenization
 from tests import interop_fixtures as ix
 from tests import paths
 from util.errors import UserError

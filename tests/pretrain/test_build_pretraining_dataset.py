@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import build_pretraining_dataset as cli
-from model import tokenization
+from text import tokenization
 from pretrain.dataset_builder import text as text_lib
 from pretrain.dataset_builder.build import build_dataset
 from pretrain.dataset_builder.output import HELDOUT_PREFIX

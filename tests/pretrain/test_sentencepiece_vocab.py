@@ -12,7 +12,7 @@ import sentencepiece as spm
 
 import build_pretraining_dataset
 import build_vocab
-from model import tokenization
+from text import tokenization
 from tests import paths
 from tests import sentencepiece_fixtures as spf
 from util.errors import UserError

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from model import tokenization
+from text import tokenization
 from pretrain.dataset_builder.vocabulary import build_vocab
 from util.cli import run_main
 from util.errors import UserError

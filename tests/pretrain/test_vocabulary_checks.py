@@ -10,7 +10,7 @@ import pytest
 
 from pretrain import shards
 from tests import paths
-from util import vocab_fingerprint
+from text import vocab_fingerprint
 from util.errors import UserError
 
 FIXTURE_CORPUS = os.path.join(paths.FIXTURES, "pretraining_dataset")

@@ -8,7 +8,7 @@ API, so callers never ask which kind it is.
 ids) but runs the word splitting and WordPiece search in tensorflow-text's
 `FastWordpieceTokenizer`, tens of times faster. The text normalization
 (and, for the rare texts redone word by word, the word splitting) keeps
-BERT's own rules, in Python: model/bert_text.py says why.
+BERT's own rules, in Python: text/bert_text.py says why.
 
 TensorFlow state (the tokenizer ops) is created lazily on the first call, so
 a tokenizer built in a parent process can be used by forked workers.
@@ -18,11 +18,11 @@ import numpy as np
 from tensorflow_text.core.pybinds import (
     pywrap_fast_wordpiece_tokenizer_model_builder as wordpiece_builder)
 
-from model.bert_text import BertNormalizer
-from model.bert_text import bert_words
+from text.bert_text import BertNormalizer
+from text.bert_text import bert_words
 from util import io_utils
 from util import text_encoding
-from util import vocab_layout
+from text import vocab_layout
 from util.errors import UserError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -315,7 +315,7 @@ def tokenizer_for(source, do_lower_case=True, strip_accents=None,
 
   Args:
     source: a vocabulary file (a WordPiece vocab.txt or a SentencePiece
-      `.model`), a data directory (its vocabulary: util/vocab_layout.py),
+      `.model`), a data directory (its vocabulary: text/vocab_layout.py),
       or a config (`configure.PretrainingConfig`, `FinetuningConfig`): its
       `vocab_file` and `do_lower_case`, which then replace the argument.
     do_lower_case, strip_accents: WordPiece only (a SentencePiece model

@@ -1,6 +1,6 @@
-"""BERT's text normalization and word splitting (model/bert_text.py)."""
+"""BERT's text normalization and word splitting (text/bert_text.py)."""
 
-from model import bert_text
+from text import bert_text
 
 
 def test_case_and_accent_options():

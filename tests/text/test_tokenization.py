@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from model import tokenization
+from text import tokenization
 from util.errors import UserError
 from tests import finetune_fixtures as ff
 from tests import paths

@@ -7,14 +7,14 @@ were built with. build_vocab.py refuses to write the second one, and the
 dataset builder refuses to read either from a directory that holds both.
 Pre-training, fine-tuning and the exports read the data directory's
 vocabulary, whichever kind it is (`data_dir_vocabulary`), and so does
-model/tokenization.py's `tokenizer_for`.
+text/tokenization.py's `tokenizer_for`.
 """
 
 import os
 import posixpath
 
 from util import io_utils
-from util import vocab_fingerprint
+from text import vocab_fingerprint
 from util.errors import UserError
 from util.hparams import ConfigError
 
@@ -26,7 +26,7 @@ _OTHER = {WORDPIECE_FILE: SENTENCEPIECE_FILE,
 
 def is_sentencepiece(path):
   """Whether `path` names a SentencePiece model (ends in `.model`), the rule
-  util/vocab_fingerprint.py fingerprints by."""
+  text/vocab_fingerprint.py fingerprints by."""
   return path.endswith(".model")
 
 
