@@ -28,9 +28,17 @@ def load_results(model_dir):
 
 
 def _history(model_dir):
-  """The run's evaluation history (a list by step; [] if it has none)."""
+  """The run's evaluation history (a list by step; [] if it has none),
+  with D on temperature-1 draws wherever the run's config says its own
+  draws were those."""
+  from pretrain import eval_report  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_dir, "results", "pretrain_eval_history.json")
-  return io_utils.read_json(path) if io_utils.exists(path) else []
+  if not io_utils.exists(path):
+    return []
+  config = os.path.join(model_dir, "config.json")
+  return eval_report.with_t1_keys(
+      io_utils.read_json(path),
+      io_utils.read_json(config) if io_utils.exists(config) else {})
 
 
 def main(argv=None):

@@ -193,10 +193,7 @@ def plot_max_prob_histogram(histograms, path, title=None, log_scale=False):
   return path
 
 
-# The panels of `plot_curves`: (title, [(history key, line style)]); a
-# run whose history lacks a `_t1` key (before it was recorded) falls back
-# to the same metric on its own draws, which are the t1 draws of a run at
-# temperature 1.
+# The panels of `plot_curves`: (title, [(history key, line style)]).
 CURVE_PANELS = (
     ("D's AUC on temperature-1 draws", [("disc_auc_t1", "-")]),
     ("D's loss: replaced (solid), original (dashed)",
@@ -207,11 +204,24 @@ CURVE_PANELS = (
 
 
 def _curve(history, key):
-  """(steps, values) of `key` in a run's history (see CURVE_PANELS)."""
-  plain = key[:-len("_t1")] if key.endswith("_t1") else key
-  points = [(h["step"], h.get(key, h.get(plain))) for h in history]
-  points = [(step, v) for step, v in points if v is not None]
+  """(steps, values) of `key` in a run's history, where it has one."""
+  points = [(h["step"], h[key]) for h in history if h.get(key) is not None]
   return [p[0] for p in points], [p[1] for p in points]
+
+
+def with_t1_keys(history, saved_config):
+  """A run's history with the `_t1` keys filled in from its own draws'
+  where it lacks them (recorded before they were) and its draws were
+  temperature-1 draws from p_G at every step (plain ELECTRA, read from
+  its `saved_config`), so that they are the same numbers."""
+  plain = (saved_config.get("sampling") == "mlm" and
+           saved_config.get("temperature", 1.0) == 1.0 and
+           saved_config.get("temperature_final") is None)
+  if not plain:
+    return history
+  return [dict({k + "_t1": h[k] for _, keys in CURVE_PANELS
+                for k in [key[:-len("_t1")] for key, _ in keys] if k in h},
+               **h) for h in history]
 
 
 def plot_curves(histories, path, title=None):

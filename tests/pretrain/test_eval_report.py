@@ -91,13 +91,17 @@ def test_discriminator_warning_only_below_the_prior_auc():
   assert er.discriminator_warning({"disc_auc": None}) is None
 
 
-def test_curves_read_t1_keys_and_fall_back_to_own_draws(tmp_path):
+def test_curves_read_t1_keys_filled_in_only_for_plain_draws(tmp_path):
   recorded = [dict(step=100, disc_auc=0.8, disc_auc_t1=0.55),
               dict(step=200, disc_auc=0.7, disc_auc_t1=0.6)]
   older = [dict(step=100, disc_auc=0.51), dict(step=200)]
   assert er._curve(recorded, "disc_auc_t1") == ([100, 200], [0.55, 0.6])  # pylint: disable=protected-access
-  assert er._curve(older, "disc_auc_t1") == ([100], [0.51])  # pylint: disable=protected-access
-  path = er.plot_curves({"curriculum": recorded, "electra": older},
+  assert er._curve(older, "disc_auc_t1") == ([], [])  # pylint: disable=protected-access
+  plain = er.with_t1_keys(older, dict(sampling="mlm", temperature=1.0))
+  assert er._curve(plain, "disc_auc_t1") == ([100], [0.51])  # pylint: disable=protected-access
+  curriculum = dict(sampling="mlm", temperature=3.0, temperature_final=1.0)
+  assert er.with_t1_keys(older, curriculum) == older
+  path = er.plot_curves({"curriculum": recorded, "electra": plain},
                         str(tmp_path / "curves.png"), title="t")
   with open(path, "rb") as f:
     assert f.read(8) == b"\x89PNG\r\n\x1a\n"
