@@ -244,6 +244,11 @@ def plot_curves(histories, path, title=None):
     ax.set_xlabel("step")
     ax.set_title(panel, fontsize=9)
     ax.legend(fontsize=7)
+    if keys[0][0] == "disc_auc_t1":
+      # The whole range from chance to a useful D, so that noise near the
+      # prior does not look like progress.
+      ax.axhline(0.5, color="gray", linewidth=0.8)
+      ax.set_ylim(0.45, 1.0)
   if title:
     fig.suptitle(title, fontsize=10)
   fig.tight_layout()
