@@ -1,6 +1,7 @@
 """Runs a study: pre-training variants x seeds, then fine-tuning, then a report.
 
-  python study.py --config study/<name>.json [--dry-run] [--output FILE]
+  python study.py --config studies/configs/<name>.json [--dry-run]
+      [--output FILE]
 
 The config (studies/plan.py documents its keys) names the data (or a
 released model to start from), the regimes, the variants at equal compute
@@ -36,7 +37,8 @@ tensorflow_startup()
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--config", required=True, help="study/<name>.json")
+  parser.add_argument("--config", required=True,
+                      help="studies/configs/<name>.json")
   parser.add_argument("--dry-run", action="store_true",
                       help="List the runs and the estimated time; run none.")
   parser.add_argument("--report-only", action="store_true",

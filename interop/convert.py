@@ -100,7 +100,8 @@ def _describe_foreign(source, num_attention_heads):
   hparams.update(_tying_hparams(data["tensors"]))
   if "generator" not in sizes:
     # An encoder-only source: G starts fresh beside a trained D and must
-    # catch up (docs/method.md §3, measured in study/released_minilm.md).
+    # catch up (docs/method.md §3, measured in
+    # studies/configs/released_minilm.md).
     hparams["generator_lr_multiplier"] = ENCODER_ONLY_GENERATOR_LR_MULTIPLIER
   vocab, lower = _tokenizer_files(source)
   if isinstance(lower, bool):

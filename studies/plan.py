@@ -1,8 +1,8 @@
 """A study's config and the runs it asks for.
 
-A study config (`study/<name>.json`; studies/config.py reads and checks it)
-names the data, the pre-training regimes and variants, the seeds, and the
-downstream tasks:
+A study config (`studies/configs/<name>.json`; studies/config.py reads and
+checks it) names the data, the pre-training regimes and variants, the seeds,
+and the downstream tasks:
 
   {
     "name": "cpu_default",
@@ -31,7 +31,7 @@ downstream tasks:
                  "hparams": {...}},         # this task's, over hparams
                 ...]},
     "budget_hours": 2.5,
-    "notes": "study/cpu_default.md",        # markdown put into RESULTS.md
+    "notes": "studies/configs/cpu_default.md",  # put into RESULTS.md
     "report": "docs/RESULTS.md",            # study.py's default --output
     "results": "results/cpu_default",       # figures, summary.json
     "archive": "results/cpu_default/runs"   # optional: see below

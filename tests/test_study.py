@@ -1,7 +1,7 @@
-"""study.py end to end on the smoke study (study/smoke.json): 2 variants, 1
-seed, 20 steps from scratch and 10 continued from the exported scratch
-ELECTRA model on a fixture task's text, one fine-tuning epoch on a fixture;
-RESULTS.md, resume, --dry-run and bad configs."""
+"""study.py end to end on the smoke study (studies/configs/smoke.json): 2
+variants, 1 seed, 20 steps from scratch and 10 continued from the exported
+scratch ELECTRA model on a fixture task's text, one fine-tuning epoch on a
+fixture; RESULTS.md, resume, --dry-run and bad configs."""
 
 import glob
 import json
@@ -23,7 +23,7 @@ from util.errors import UserError
 
 
 def _config(tmp_path, **changes):
-  with open(os.path.join(REPO, "study", "smoke.json")) as f:
+  with open(os.path.join(REPO, "studies", "configs", "smoke.json")) as f:
     config = json.load(f)
   config.update(work_dir=str(tmp_path / "work"),
                 results=str(tmp_path / "results" / config["name"]), **changes)
@@ -44,14 +44,15 @@ def smoke(tmp_path_factory):
 
 
 def test_the_repository_studies_write_their_outputs_under_results():
-  """Each study of study/ writes its figures (and its archive) under
+  """Each study of studies/configs/ writes its figures (and its archive) under
   results/ and its report in docs/; without a "results" key a study's go to
   results/<name>."""
   assert plan_lib.results_dir({"name": "x"}) == os.path.join(
       REPO, "results", "x")
   assert plan_lib.results_dir({"name": "x", "results": "../y"}) == (
       os.path.join(os.path.dirname(REPO), "y"))
-  configs = sorted(glob.glob(os.path.join(REPO, "study", "*.json")))
+  configs = sorted(glob.glob(os.path.join(REPO, "studies", "configs",
+                                          "*.json")))
   assert len(configs) >= 5
   for path in configs:
     with open(path) as f:
@@ -334,7 +335,7 @@ def test_every_run_needs_only_earlier_runs(tmp_path):
 
 def test_a_tasks_first_estimate_scales_another_tasks_time_by_its_work(
     tmp_path):
-  with open(os.path.join(REPO, "study", "smoke.json")) as f:
+  with open(os.path.join(REPO, "studies", "configs", "smoke.json")) as f:
     fine = json.load(f)["finetuning"]
   small = dict(fine["tasks"][0], name="small", train_subset=10,
                hparams={"num_train_epochs": 4.0})

@@ -34,7 +34,7 @@ def texts(tmp_path):
 
 
 def _study(tmp_path, data):
-  with open(os.path.join(REPO, "study", "smoke.json")) as f:
+  with open(os.path.join(REPO, "studies", "configs", "smoke.json")) as f:
     study = json.load(f)
   study.update(work_dir=str(tmp_path / "work"), data=data)
   path = tmp_path / "study.json"
