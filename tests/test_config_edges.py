@@ -18,12 +18,17 @@ be lowered as modules move to specs; it may only go down.
 """
 
 import ast
+import dataclasses
 import os
 
-import configure
-from tests import paths
+import pytest
 
-MAX_MODULES = 30
+import configure
+import configure_specs
+from tests import paths
+from tests import pretrain_fixtures
+
+MAX_MODULES = 28
 SKIPPED_DIRS = {"tests", "bench", "__pycache__", "runs", "work"}
 EDGE_MODULES = {"configure.py", "configure_specs.py", "export_model.py",
                 "study.py"}
@@ -121,3 +126,21 @@ def test_few_modules_take_the_whole_config():
       "%d modules take the whole config (at most %d); hand them the specs "
       "of configure_specs.py instead:\n%s" % (len(found), MAX_MODULES,
                                              "\n".join(found)))
+
+
+def test_specs_are_frozen_views_of_the_config():
+  config = pretrain_fixtures.tiny_config(mixed_precision="float16",
+                                         temperature_decay_steps=0)
+  specs = configure_specs.pretraining_specs(config)
+  assert specs.network.network_hparams("generator") == (
+      config.network_hparams("generator"))
+  assert specs.network.network_hparams() == config.network_hparams()
+  assert specs.objective.temperature_decay_steps == config.num_train_steps
+  assert specs.optimization.loss_scale == config.initial_loss_scale
+  assert specs.masking.max_predictions_per_seq == (
+      config.max_predictions_per_seq)
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    specs.runtime.seed = 1
+  with pytest.raises(TypeError):
+    specs.network.discriminator["hidden_size"] = 1
+  assert config.model_hparams["hidden_size"] != 1
