@@ -12,6 +12,7 @@ import os
 
 from model import samplers
 from model import transformer_hparams
+from util import dtype_policy
 from util import io_utils
 from text import vocab_fingerprint
 from text import vocab_layout
@@ -281,20 +282,31 @@ def check_model_name(name):
         "elsewhere." % name)
 
 
+def resolve_precision(config, log=print, facts=None):
+  """`config` built anew with mixed_precision "auto" resolved for this
+  machine (util/dtype_policy.py `resolve`, which logs the choice and why;
+  `facts` is for tests), or `config` itself for any other value."""
+  record = dtype_policy.resolve(config.mixed_precision, config.strategy, log,
+                                facts)
+  return config.with_facts(mixed_precision_auto=record) if record else config
+
+
 class _Config(HParams):
   """The model and path fields shared by pre-training and fine-tuning.
 
-  `adopted_from`, when a run's sizes came from its init_checkpoint, is
-  {"source": path, "hparams": what it set} (interop/adoption.py); it is
-  saved in config.json with the sizes it gave. `mixed_precision_auto`, when
-  `mixed_precision` was "auto", is {"resolved", "reason"}
-  (util/dtype_policy.py), saved beside the resolved value.
+  Its facts (constructor keywords, saved in config.json): `adopted_from`,
+  when a run's sizes came from its init_checkpoint, is {"source": path,
+  "hparams": what it set} (interop/adoption.py); it is saved with the
+  sizes it gave. `mixed_precision_auto`, when `mixed_precision` is "auto",
+  is {"resolved", "reason"} (util/dtype_policy.py `resolve`): the config
+  then holds the resolved value, and saves both.
   """
 
-  adopted_from = None
-  mixed_precision_auto = None
+  FACTS = ("adopted_from", "mixed_precision_auto")
 
   def _derive(self):
+    if self.mixed_precision == "auto" and self.mixed_precision_auto:
+      self.mixed_precision = self.mixed_precision_auto["resolved"]
     if not self.model_dir:
       check_model_name(self.model_name)
     self.vocab_file = vocab_layout.config_vocabulary(self.data_dir,
@@ -336,9 +348,10 @@ class PretrainingConfig(_Config):
   """Hyperparameters of pre-training; defaults are ELECTRA-Small's."""
 
   FIELDS = PRETRAIN_FIELDS
-  # The identity of the training shards, set when they are checked
-  # (pretrain/shards.py `shard_set`); config.json records it.
-  train_shards = None
+  # `train_shards`: the identity of the training shards, found when they
+  # are checked (pretrain/pretrain_data.py `check_inputs`,
+  # util/shard_identity.py); config.json records it.
+  FACTS = _Config.FACTS + ("train_shards",)
 
   def _presets(self, kwargs):
     size = kwargs.get("model_size", "small")

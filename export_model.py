@@ -199,8 +199,8 @@ def _pretrained_source(args, user):
   hparams, adopted = adoption.adopt(
       configure.PretrainingConfig, name, data_dir, user, source,
       into_data_dir=False)
-  config = configure.PretrainingConfig(name, data_dir, **hparams)
-  config.adopted_from = adopted
+  config = configure.PretrainingConfig(name, data_dir, adopted_from=adopted,
+                                       **hparams)
   return source, config
 
 

@@ -54,8 +54,8 @@ def main(argv=None):
           FinetuningConfig, args.model_name, args.data_dir, hparams, source,
           log=lambda line: print(line, flush=True))
   hparams = with_vocab_size(FinetuningConfig, args.data_dir, hparams)
-  config = FinetuningConfig(args.model_name, args.data_dir, **hparams)
-  config.adopted_from = adopted
+  config = FinetuningConfig(args.model_name, args.data_dir,
+                            adopted_from=adopted, **hparams)
   # Imported here so a bad flag or hparam is reported before TensorFlow loads.
   from finetune import runner  # pylint: disable=g-import-not-at-top
   return runner.run_finetuning(config)

@@ -23,6 +23,7 @@ from util.cli import run_main
 tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
+import configure_specs  # pylint: disable=g-import-not-at-top
 from util.errors import UserError
 from util import hparams as hparams_lib
 from util import io_utils
@@ -51,12 +52,12 @@ def build_config(data_dir, model_name, hparams):
                          "heldout_data.tfrecord*")
   if "eval_tfrecords" not in hparams and io_utils.glob(heldout):
     hparams["eval_tfrecords"] = heldout
-  config = configure.PretrainingConfig(model_name, data_dir, **hparams)
+  config = configure.PretrainingConfig(model_name, data_dir,
+                                       adopted_from=adopted, **hparams)
   if not io_utils.exists(config.vocab_file):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
                     "put a vocab.txt or sentencepiece.model in the data "
                     "directory)." % config.vocab_file)
-  config.adopted_from = adopted
   return config
 
 
@@ -78,8 +79,9 @@ def main(argv=None):
   # The strategy first: splitting the CPU and multi-worker collectives must
   # be set up before any TensorFlow op runs.
   strategy = distribution.get_strategy(config)
-  # Everything a run reads or writes is checked before the model is built.
-  pretrain_data.check_inputs(config)
+  # Everything a run reads or writes is checked before the model is built;
+  # config.json records the training shards.
+  config = config.with_facts(train_shards=pretrain_data.check_inputs(config))
   created = not io_utils.exists(config.model_dir)
   check_writable(config.model_dir, depth=2)
   try:
@@ -100,7 +102,6 @@ def _pretrain(config, strategy):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model import saved_config
   from pretrain import trainer as trainer_lib
-  from util import dtype_policy
   from util import process_setup
   from util import xla_fusion
   saved_config.check_saved_config(config)
@@ -113,8 +114,8 @@ def _pretrain(config, strategy):
     log("Note: resuming with hparams changed since config.json: %s; they "
         "apply from the resumed step on." % ", ".join(changed))
 
-  dtype_policy.resolve(config, log)
-  xla_fusion.resolve(config, log)
+  config = configure.resolve_precision(config, log)
+  xla_fusion.resolve(configure_specs.RuntimeSpec.from_config(config), log)
   process_setup.set_up_process(config.mixed_precision, config.seed,
                                checkpointed_dropout=True)
   trainer = trainer_lib.PretrainingTrainer(config, log=log, strategy=strategy)

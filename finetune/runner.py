@@ -9,12 +9,15 @@ Layout under `model_dir` (default `<data_dir>/models/<model_name>`):
   results/test_predictions/trial_<k>/       GLUE-style test prediction files
 """
 
+import functools
 import json
 import os
 
 from absl import logging as absl_logging
 import tensorflow as tf
 
+import configure
+import configure_specs
 from finetune import preprocessing
 from finetune import results as results_lib
 from finetune import task_builder
@@ -24,7 +27,6 @@ from model import checkpoints
 from model import saved_config
 from model import transformer_hparams
 from util import distribution
-from util import dtype_policy
 from util import io_utils
 from util import process_setup
 from util import run_lock
@@ -181,8 +183,9 @@ def run_finetuning(config):
                     "nothing to do.")
   # squad_lib logs every window it builds at INFO level.
   absl_logging.set_verbosity(absl_logging.WARNING)
-  dtype_policy.resolve(config, lambda line: print(line, flush=True))
-  xla_fusion.resolve(config, lambda line: print(line, flush=True))
+  log = functools.partial(print, flush=True)
+  config = configure.resolve_precision(config, log)
+  xla_fusion.resolve(configure_specs.RuntimeSpec.from_config(config), log)
   process_setup.set_up_process(config.mixed_precision, config.seed)
   strategy = distribution.get_strategy(config)
   tokenizer = preprocessing.build_tokenizer(config)

@@ -230,14 +230,17 @@ class InputFn(object):
     batch_size: the global batch.
     skip_examples: examples of the (global) stream to skip, to resume a run
       at an example offset; each of the pipelines skips its share.
+    shard_set: the identity of the training shards (util/shard_identity.py),
+      None for others: a run records it (`check_inputs`).
   """
 
   def __init__(self, files, file_ids, batch_size, batch_size_name, kwargs,
-               skip_examples=0):
+               skip_examples=0, shard_set=None):
     self.files = files
     self.file_ids = file_ids
     self.batch_size = batch_size
     self.skip_examples = skip_examples
+    self.shard_set = shard_set
     self._batch_size_name = batch_size_name
     self._kwargs = kwargs
 
@@ -245,7 +248,7 @@ class InputFn(object):
     """This input function with the stream started `skip_examples` in."""
     return InputFn(self.files, self.file_ids, self.batch_size,
                    self._batch_size_name, self._kwargs,
-                   skip_examples=skip_examples)
+                   skip_examples=skip_examples, shard_set=self.shard_set)
 
   def __call__(self, input_context=None):
     """Returns this pipeline's dataset of per-replica batches.
@@ -312,9 +315,9 @@ def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
   files = shards.find_shards(pattern, hparam)
   shards.check_manifest(files, pattern, hparam)
   shards.check_vocabulary(files, config.vocab_file, hparam)
-  if is_training and file_pattern is None:
-    # Recorded in config.json; a resume compares (model/saved_config.py).
-    config.train_shards = shard_identity.shard_set(files)
+  # Recorded in config.json; a resume compares (model/saved_config.py).
+  shard_set = (shard_identity.shard_set(files)
+               if is_training and file_pattern is None else None)
   files, file_ids = shards.check_shards(files, config.max_seq_length, hparam)
   batch_name = "train_batch_size" if is_training else "eval_batch_size"
   kwargs = dict(
@@ -325,7 +328,7 @@ def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
       seed=config.seed, is_training=is_training,
       shuffle_buffer=config.shuffle_buffer, num_epochs=num_epochs)
   return InputFn(files, file_ids, getattr(config, batch_name), batch_name,
-                 kwargs)
+                 kwargs, shard_set=shard_set)
 
 
 def check_inputs(config):
@@ -336,10 +339,16 @@ def check_inputs(config):
   missing, empty or mis-sized data set stops the run within seconds instead
   of after training.
 
+  Returns:
+    the identity of the training shards (util/shard_identity.py), None
+    without do_train: the run's config is built with it (config.json
+    records it).
   Raises:
     UserError: naming the file (or glob and hparam) and the fix.
   """
+  shard_set = None
   if config.do_train:
-    get_input_fn(config, is_training=True)
+    shard_set = get_input_fn(config, is_training=True).shard_set
   if config.do_eval:
     get_input_fn(config, is_training=False)
+  return shard_set

@@ -67,19 +67,31 @@ def test_probe_reports_this_machine():
 
 def test_resolve_replaces_only_auto_and_records_why():
   lines = []
-  config = pretrain_fixtures.tiny_config(mixed_precision="auto")
-  assert dtype_policy.resolve(
-      config, lines.append, _facts(_NO_BF16 | {"amx_bf16"})) == "bfloat16"
+  auto = pretrain_fixtures.tiny_config(mixed_precision="auto")
+  config = configure.resolve_precision(
+      auto, lines.append, _facts(_NO_BF16 | {"amx_bf16"}))
   assert config.mixed_precision == "bfloat16"
+  assert auto.mixed_precision == "auto"  # A new config; this one is kept.
+  assert config.user_hparams == auto.user_hparams
   assert lines == ["mixed_precision auto -> bfloat16 (CPU has amx_bf16)"]
   saved = config.to_dict()
   assert saved["mixed_precision"] == "bfloat16"
   assert saved["mixed_precision_auto"] == dict(resolved="bfloat16",
                                                reason="CPU has amx_bf16")
   explicit = pretrain_fixtures.tiny_config(mixed_precision="float32")
-  assert dtype_policy.resolve(explicit, lines.append, _facts(tpu=True)) == (
-      "float32")
+  assert dtype_policy.resolve("float32", "tpu", lines.append,
+                              _facts(tpu=True)) is None
+  assert configure.resolve_precision(explicit, lines.append,
+                                     _facts(tpu=True)) is explicit
   assert len(lines) == 1 and "mixed_precision_auto" not in explicit.to_dict()
+
+
+def test_a_config_is_not_changed_once_built():
+  config = pretrain_fixtures.tiny_config()
+  with pytest.raises(AttributeError, match="not changed once built"):
+    config.mixed_precision = "bfloat16"
+  with pytest.raises(TypeError, match="not facts"):
+    config.with_facts(seed=1)
 
 
 def test_default_stays_float32_and_unknown_values_are_refused():

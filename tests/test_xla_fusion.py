@@ -5,6 +5,7 @@ environment, and a tiny bfloat16 run_pretraining.py run that turns it on."""
 import pytest
 
 import configure
+import configure_specs
 from tests import pretrain_fixtures
 from util import xla_fusion
 from util.hparams import ConfigError
@@ -45,7 +46,8 @@ def test_on_without_the_start_up_flags_is_off_and_says_why(monkeypatch):
   assert "--tf_xla_cpu_global_jit" in reason
   lines = []
   config = pretrain_fixtures.tiny_config(fuse_elementwise="on")
-  assert not xla_fusion.resolve(config, log=lines.append, device="cpu")
+  assert not xla_fusion.resolve(configure_specs.RuntimeSpec.from_config(
+      config), log=lines.append, device="cpu")
   assert lines == ["fuse_elementwise on -> off (%s)" % reason]
   assert xla_fusion.apply("off", "bfloat16", "cpu") == (False,
                                                         "set by hparams")

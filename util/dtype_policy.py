@@ -6,8 +6,9 @@ or more (Ampere and later), and CPUs with AVX512_BF16 or AMX-BF16
 (read from /proc/cpuinfo's flags on Linux; elsewhere the CPU counts as
 having none). Everywhere else it picks "float32". `choose` decides from
 the facts alone (testable without the hardware); `probe` gathers them;
-`resolve` applies them to a config, once, before the process is set up
-(util/process_setup.py).
+`resolve` gives what "auto" resolved to, once, before the process is set
+up (util/process_setup.py); the entry script builds its config with it
+(configure.py `resolve_precision`).
 """
 
 import collections
@@ -95,19 +96,22 @@ def probe(strategy):
                strategy == "tpu", system)
 
 
-def resolve(config, log=print, facts=None):
-  """Replaces `config.mixed_precision` "auto" by what this machine runs best.
+def resolve(mixed_precision, strategy, log=print, facts=None):
+  """What `mixed_precision` "auto" stands for on this machine.
 
-  Logs "mixed_precision auto -> <dtype> (<reason>)" and records
-  `config.mixed_precision_auto` = {"resolved", "reason"} (saved in
-  config.json beside the resolved value). Other values are left alone.
-  `facts` (default: `probe(config.strategy)`) is for tests.
+  Args:
+    mixed_precision: the hparam's value; anything but "auto" is left alone.
+    strategy: the hparam `strategy` (a TPU run picks bfloat16).
+    log: gets "mixed_precision auto -> <dtype> (<reason>)" when resolved.
+    facts: the `Facts` to decide from (default: `probe(strategy)`), for
+      tests.
+  Returns:
+    None for a value other than "auto"; else {"resolved", "reason"}: the
+    `mixed_precision_auto` a config is built with (configure.py), which
+    then holds the resolved value and saves both in config.json.
   """
-  if config.mixed_precision != "auto":
-    return config.mixed_precision
-  choice = choose(facts or probe(config.strategy))
-  config.mixed_precision = choice.mixed_precision
-  config.mixed_precision_auto = dict(resolved=choice.mixed_precision,
-                                     reason=choice.reason)
+  if mixed_precision != "auto":
+    return None
+  choice = choose(facts or probe(strategy))
   log("mixed_precision auto -> %s (%s)" % choice)
-  return choice.mixed_precision
+  return dict(resolved=choice.mixed_precision, reason=choice.reason)

@@ -166,23 +166,33 @@ def load_hparams(hparams):
 class HParams(object):
   """A config object: typed fields, presets, user values, checks, saving.
 
-  Subclasses declare `FIELDS` ({name: Field}) and may override `_presets`
-  (values that depend on the user's, e.g. a model size's learning rate),
-  `_derive` (fields computed from others), `_validate` (checks across
-  fields; call the base's for the declared ranges) and `_derived_dict`
-  (computed entries of `to_dict`).
+  Subclasses declare `FIELDS` ({name: Field}) and `FACTS` (names of what
+  a run learns besides its hparams and records in config.json, e.g. what
+  "auto" resolved to: given to the constructor by keyword, None by
+  default), and may override `_presets` (values that depend on the user's,
+  e.g. a model size's learning rate), `_derive` (fields computed from
+  others), `_validate` (checks across fields; call the base's for the
+  declared ranges) and `_derived_dict` (computed entries of `to_dict`).
+
+  A config is not changed once built (setting an attribute raises
+  AttributeError): a run that learns a fact builds another one
+  (`with_facts`), and the parts of a run read the frozen specs made from
+  it (configure_specs.py).
 
   Args:
     model_name, data_dir: the run's name and data directory.
-    **kwargs: the user's hparams; unknown keys and wrong types raise
-      ConfigError before anything else happens.
+    **kwargs: the user's hparams, and any of `FACTS`; unknown keys and
+      wrong types raise ConfigError before anything else happens.
   """
 
   FIELDS = {}
+  FACTS = ()
 
   def __init__(self, model_name, data_dir, **kwargs):
     self.model_name = model_name
     self.data_dir = data_dir
+    for key in self.FACTS:
+      setattr(self, key, kwargs.pop(key, None))
     self.check_user_values(kwargs)
     for key, field in self.FIELDS.items():
       default = field.default
@@ -200,6 +210,26 @@ class HParams(object):
     self.user_hparams = dict(kwargs)
     self._derive()
     self._validate()
+    self._built = True
+
+  def __setattr__(self, name, value):
+    if getattr(self, "_built", False):
+      raise AttributeError(
+          "config attribute %r: a config is not changed once built; build "
+          "another (`with_facts`, or the constructor)." % name)
+    object.__setattr__(self, name, value)
+
+  def with_facts(self, **facts):
+    """A new config of the same name, data directory and hparams, with
+    `facts` (keys of `FACTS`) replacing this one's."""
+    unknown = sorted(set(facts) - set(self.FACTS))
+    if unknown:
+      raise TypeError("not facts of %s: %s" % (type(self).__name__,
+                                               ", ".join(unknown)))
+    kept = {key: getattr(self, key) for key in self.FACTS}
+    kept.update(facts)
+    return type(self)(self.model_name, self.data_dir,
+                      **dict(self.user_hparams, **kept))
 
   @classmethod
   def check_user_values(cls, kwargs):

@@ -130,17 +130,24 @@ def apply(setting, mixed_precision, device):
   return on, reason
 
 
-def resolve(config, log=print, device=None):
-  """Applies `config.fuse_elementwise` to this process; returns whether
+def resolve(runtime, log=print, device=None):
+  """Applies `runtime.fuse_elementwise` to this process; returns whether
   fusion is on. Logs one line when it is on, or off for a bfloat16 run or
-  for want of TF_XLA_FLAGS. `device` (default: `device_of(config.strategy)`)
-  is for tests."""
-  on, reason = apply(config.fuse_elementwise, config.mixed_precision,
-                     device or device_of(config.strategy))
+  for want of TF_XLA_FLAGS.
+
+  Args:
+    runtime: a run's `fuse_elementwise`, resolved `mixed_precision` and
+      `strategy` (configure_specs.RuntimeSpec).
+    device: "cpu", "gpu" or "tpu" (default: `device_of(runtime.strategy)`),
+      for tests.
+  """
+  setting, mixed_precision = runtime.fuse_elementwise, runtime.mixed_precision
+  on, reason = apply(setting, mixed_precision,
+                     device or device_of(runtime.strategy))
   if on:
     log("fuse_elementwise %s -> on (%s): XLA fuses elementwise ops, "
-        "matmuls stay with oneDNN" % (config.fuse_elementwise, reason))
-  elif config.mixed_precision == "bfloat16" or (
-      config.fuse_elementwise == "on"):  # Asked for, but not applicable.
-    log("fuse_elementwise %s -> off (%s)" % (config.fuse_elementwise, reason))
+        "matmuls stay with oneDNN" % (setting, reason))
+  elif mixed_precision == "bfloat16" or setting == "on":
+    # Asked for, but not applicable.
+    log("fuse_elementwise %s -> off (%s)" % (setting, reason))
   return on

@@ -89,9 +89,9 @@ def test_a_directory_without_checkpoints_is_not_checked(tmp_path):
 
 def test_adopted_from_and_generator_sizes_are_saved_and_rebuilt(tmp_path):
   c = PretrainingConfig("m", "/d", vocab_size=100, model_dir=str(tmp_path),
-                        generator_intermediate_size=48)
-  c.adopted_from = {"source": "/s", "hparams": {
-      "generator_intermediate_size": 48}}
+                        generator_intermediate_size=48, adopted_from={
+                            "source": "/s", "hparams": {
+                                "generator_intermediate_size": 48}})
   saved = json.loads(json.dumps(c.to_dict()))
   assert saved["adopted_from"]["source"] == "/s"
   hparams = saved_config.saved_hparams(saved, configure.PRETRAIN_FIELDS)
