@@ -52,13 +52,15 @@ REGISTRARS = {
 }
 
 
-def convert(concrete_function, trackable, quantize="none"):
+def convert(concrete_function, trackable, quantize="none", per_channel=True):
   """The TFLite flatbuffer (bytes) of a tf.function's concrete function.
 
   Args:
     concrete_function: takes strings [batch], returns a dict of tensors.
     trackable: the `tf.Module` holding its variables.
     quantize: one of QUANTIZE.
+    per_channel: "dynamic": an int8 kernel has a scale per output unit
+      (False: one per kernel).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if quantize not in QUANTIZE:
@@ -70,13 +72,14 @@ def convert(concrete_function, trackable, quantize="none"):
   converter.allow_custom_ops = True  # tensorflow-text's tokenizer kernels
   if quantize != "none":
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  converter._experimental_disable_per_channel = not per_channel  # pylint: disable=protected-access
   if quantize == "float16":
     converter.target_spec.supported_types = [tf.float16]
   return converter.convert()
 
 
 def export_task_tflite(model, task, config, output_dir, quantize="none",
-                       log=print):
+                       log=print, tables=None, per_channel=True):
   """Writes OUT/model.tflite and OUT/tflite.json for a fine-tuned `model`.
 
   Args: those of `saved_model.export_task_saved_model`, and `quantize`
@@ -88,11 +91,13 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
   from util import io_utils
   # One group of heads (TFLite runs its ops one after another), tokens as
   # rows (one branch: half the file, and the conversion's time).
+  from export import tflite_embeddings
   kind, module = saved_model.task_module(
       model, task, config, log, tflite_text.TfliteTextEncoder, parts=1,
-      by_columns=False)
+      by_columns=False, embeddings=None if tables is None else (
+          lambda layer: tflite_embeddings.TfliteEmbeddings(layer, tables)))
   function = module.serve_text.get_concrete_function()
-  flatbuffer = convert(function, module, quantize)
+  flatbuffer = convert(function, module, quantize, per_channel)
   io_utils.make_dirs(output_dir)
   path = posixpath.join(output_dir, MODEL_FILE)
   io_utils.write_bytes_atomic(path, flatbuffer)
