@@ -79,28 +79,30 @@ def convert(concrete_function, trackable, quantize="none", per_channel=True):
 
 
 def export_task_tflite(model, task, config, output_dir, quantize="none",
-                       log=print, tables=None, per_channel=True):
+                       log=print, tables=None, per_channel=True,
+                       bias_correction=True):
   """Writes OUT/model.tflite and OUT/tflite.json for a fine-tuned `model`.
 
-  Args: those of `saved_model.export_task_saved_model`, and `quantize`
-  (QUANTIZE).
+  Args: those of `saved_model.export_task_saved_model`, `quantize`
+  (QUANTIZE), and for "dynamic": `bias_correction` (a classifier's or
+  regression's mean output shift, measured on training texts, taken off
+  its head's bias: export/tflite_calibration.py), `tables` and
+  `per_channel` (`convert`'s; export/tflite_embeddings.py's TABLES, or None
+  for the converter's int8 tables).
   Returns: the path of the .tflite file.
   """
   from export import saved_model  # pylint: disable=g-import-not-at-top
+  from export import tflite_calibration
+  from export import tflite_embeddings
   from export import tflite_text
-  from util import io_utils
   # One group of heads (TFLite runs its ops one after another), tokens as
   # rows (one branch: half the file, and the conversion's time).
-  from export import tflite_embeddings
   kind, module = saved_model.task_module(
       model, task, config, log, tflite_text.TfliteTextEncoder, parts=1,
       by_columns=False, embeddings=None if tables is None else (
           lambda layer: tflite_embeddings.TfliteEmbeddings(layer, tables)))
   function = module.serve_text.get_concrete_function()
   flatbuffer = convert(function, module, quantize, per_channel)
-  io_utils.make_dirs(output_dir)
-  path = posixpath.join(output_dir, MODEL_FILE)
-  io_utils.write_bytes_atomic(path, flatbuffer)
   tokenizer = ("wordpiece" if module.encoder._sp_unk is None  # pylint: disable=protected-access
                else "sentencepiece")
   if tokenizer == "sentencepiece":
@@ -115,10 +117,29 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
       else [str(label) for label in labels],
       tokenizer=tokenizer, custom_op_registerers=list(REGISTRARS[tokenizer]),
       max_seq_length=config.max_seq_length, quantize=quantize)
-  io_utils.write_json_atomic(posixpath.join(output_dir, META_FILE), meta)
+  path = _write(output_dir, flatbuffer, meta)
+  if quantize == "dynamic" and bias_correction:
+    shift = tflite_calibration.measure(task, kind, module, function,
+                                       TfliteClassifier(output_dir), log)
+    if shift is not None:
+      with tflite_calibration.shifted_bias(module.head, shift):
+        flatbuffer = convert(function, module, quantize, per_channel)
+      meta["bias_correction"] = [float(s) for s in shift]
+      _write(output_dir, flatbuffer, meta)
   log("exported TFLite (%s task %r, quantize %s, %.1f MB; inputs %s) -> %s"
       % (kind, task.name, quantize, len(flatbuffer) / 1e6,
          ", ".join(meta["inputs"]), path))
+  return path
+
+
+def _write(output_dir, flatbuffer, meta):
+  """Writes OUT/model.tflite and OUT/tflite.json; returns the first's
+  path."""
+  from util import io_utils  # pylint: disable=g-import-not-at-top
+  io_utils.make_dirs(output_dir)
+  path = posixpath.join(output_dir, MODEL_FILE)
+  io_utils.write_bytes_atomic(path, flatbuffer)
+  io_utils.write_json_atomic(posixpath.join(output_dir, META_FILE), meta)
   return path
 
 

@@ -9,7 +9,8 @@ the saved and loaded one). The float TFLite model,
 run in a fresh process that imports only ai_edge_litert and
 tensorflow_text, gives the SavedModel's ids exactly and its outputs
 within 1e-4 on texts that are empty, blank, punctuation only, too long,
-of mixed scripts and with emoji; the INT8 model's labels mostly agree.
+of mixed scripts and with emoji; the INT8 model's labels mostly agree,
+and its mean shift on the training texts is taken off the head's bias.
 tensorflow_text imports TensorFlow itself (its kernels link against it),
 so the fresh process asserts that neither the project's packages nor
 tf_keras were imported. Also: the SentencePiece tokenizer in TFLite gives
@@ -32,6 +33,7 @@ import export_model
 from export import inference_encoder
 from export import saved_model
 from export import tflite
+from export import tflite_calibration as calibration
 from export import tflite_text
 from export.text_encoder import TextEncoder
 from finetune import finetuned_model
@@ -157,6 +159,16 @@ def test_int8_tflite_mostly_agrees_with_float(served):
   meta = json.load(open(os.path.join(exports["sst", "int8"], tflite.META_FILE),
                         encoding="utf-8"))
   assert meta["quantize"] == "dynamic" and meta["labels"] == ["0", "1"]
+  # Bias correction: the shift measured on the training texts (all of
+  # them: fewer than calibration.TEXTS) was taken off the head's bias, so
+  # on those texts the INT8 model's mean shift is smaller now.
+  shift = np.asarray(meta["bias_correction"])
+  train = slice(len(EDGE_TEXTS), None)
+  left = calibration.output_shift(
+      "classification", dict(probabilities=lite["probabilities"][train]),
+      dict(probabilities=int8["probabilities"][train]))
+  assert np.abs(shift).max() > 0 and np.abs(shift.sum()) < 1e-6
+  assert np.abs(left).max() < 0.5 * np.abs(shift).max()
   sizes = [os.path.getsize(os.path.join(exports["sst", k], tflite.MODEL_FILE))
            for k in ("float", "int8")]
   assert sizes[1] < sizes[0]
