@@ -58,7 +58,7 @@ def _snapshot(value, shape, name):
                      trainable=False, name=name)
 
 
-class LayerNorm(tf.Module):
+class _LayerNorm(tf.Module):
   """A float32 Keras `LayerNormalization` over the last axis, copied.
 
   Call: x [..., hidden] -> the same shape. Five elementwise passes where
@@ -67,7 +67,7 @@ class LayerNorm(tf.Module):
   """
 
   def __init__(self, layer):
-    super(LayerNorm, self).__init__(name=layer.name)
+    super(_LayerNorm, self).__init__(name=layer.name)
     self.gamma = _snapshot(layer.gamma, [-1], "gamma")
     self.beta = _snapshot(layer.beta, [-1], "beta")
     self.epsilon = layer.epsilon
@@ -130,7 +130,7 @@ class _Block(tf.Module):
                                   "attention_output_kernel_%d" % i)))
     self.attention_bias = _snapshot(attention._output_dense.bias, [-1],  # pylint: disable=protected-access
                                     "attention_output_bias")
-    self.attention_norm = LayerNorm(block._attention_layer_norm)  # pylint: disable=protected-access
+    self.attention_norm = _LayerNorm(block._attention_layer_norm)  # pylint: disable=protected-access
     inner, outer = block._intermediate_dense, block._output_dense  # pylint: disable=protected-access
     self.ffn_groups = [dict(
         inner_kernel=_snapshot(inner.kernel[:, a:b], [-1, b - a],
@@ -142,7 +142,7 @@ class _Block(tf.Module):
                                                          parts))]
     self.outer_bias = _snapshot(outer.bias, [-1], "output_bias")
     self.activation = block._intermediate_activation_layer.activation  # pylint: disable=protected-access
-    self.output_norm = LayerNorm(block._output_layer_norm)  # pylint: disable=protected-access
+    self.output_norm = _LayerNorm(block._output_layer_norm)  # pylint: disable=protected-access
 
   def _attend_by_rows(self, group, x, bias, batch, seq):
     """Attention with tokens as rows: one large fused MatMul for q, k, v;
@@ -209,10 +209,6 @@ class InferenceEncoder(tf.Module):
     by_columns: a batch of one text takes the tokens as columns (a
       `tf.cond` on the batch size when it is not known when traced);
       False: always as rows, one branch (for TFLite, export/tflite.py).
-    embeddings: None (the encoder's own layer), or a function of that
-      layer giving what stands for it, called as the layer is (export/
-      tflite_embeddings.py's, whose tables TFLite's INT8 converter
-      leaves alone).
 
   Call: a dict with `input_ids`, `input_mask`, `segment_ids` [batch, seq]
   int32 -> the sequence output [batch, seq, hidden] float32, as
@@ -221,7 +217,7 @@ class InferenceEncoder(tf.Module):
   not be True.
   """
 
-  def __init__(self, encoder, parts=2, by_columns=True, embeddings=None):
+  def __init__(self, encoder, parts=2, by_columns=True):
     super(InferenceEncoder, self).__init__(name="inference_encoder")
     usable, reason = supports(encoder)
     if not usable:
@@ -229,8 +225,7 @@ class InferenceEncoder(tf.Module):
           encoder.name, reason))
     if parts < 1:
       raise ValueError("parts must be at least 1, not %d." % parts)
-    self.embeddings = (encoder.embeddings if embeddings is None
-                       else embeddings(encoder.embeddings))
+    self.embeddings = encoder.embeddings
     self.embedding_projection = encoder.embedding_projection
     self.relative_position_bias = encoder.relative_position_bias
     self.parts = parts

@@ -57,22 +57,20 @@ class _Serving(tf.Module):
       and a `head`.
     encoder: the `TextEncoder` (text -> ids).
     log: where to say which encoder network serves.
-    **network: `InferenceEncoder`'s keyword arguments (`parts`: groups
-      computed side by side; `by_columns`: one text's tokens as columns;
-      `embeddings`).
+    parts: `InferenceEncoder`'s groups computed side by side.
+    by_columns: `InferenceEncoder`'s: one text's tokens as columns.
 
   `predict(features)` is `model(features, training=False)`, computed with
   the `InferenceEncoder` of `model.encoder` when it supports it; only that
   and the head are saved, not the Keras encoder.
   """
 
-  def __init__(self, model, encoder, log=print, **network):
+  def __init__(self, model, encoder, log=print, parts=2, by_columns=True):
     super(_Serving, self).__init__()
     usable, reason = inference_encoder.supports(model.encoder)
     if usable:
       self.network = inference_encoder.InferenceEncoder(
-          model.encoder, **network)
-      parts = self.network.parts
+          model.encoder, parts, by_columns)
       log("serving the encoder as export/inference_encoder.py computes it" + (
           " (%d groups side by side: for speed, serve with inter-op threads "
           "= cores, intra-op threads = cores / %d)" % (parts, parts)
@@ -254,26 +252,25 @@ def export_task_saved_model(model, task, config, output_dir, log=print):
 
 
 def task_module(model, task, config, log=print, encoder_class=TextEncoder,
-                **network):
+                parts=2, by_columns=True):
   """(kind, module): the task's kind ("classification", "regression",
   "tagging", "squad") and the `tf.Module` whose `serve_text` and
   `serve_ids` serve `model` on `task` (see `export_task_saved_model`).
 
   Args:
     encoder_class: `TextEncoder` or a subclass (export/tflite_text.py).
-    **network: `InferenceEncoder`'s keyword arguments (`parts`: groups of
-      heads and FFN units; `by_columns`: one text's tokens as columns;
-      `embeddings`).
+    parts, by_columns: `InferenceEncoder`'s (groups of heads and FFN
+      units; one text's tokens as columns).
   """
   kind, outputs = _task_outputs(task)
   if kind == "squad":
     encoder = _encoder(config, None, encoder_class=encoder_class)
     return kind, _attach_signatures(
-        _Serving(model, encoder, log, **network), outputs, "question",
+        _Serving(model, encoder, log, parts, by_columns), outputs, "question",
         config.max_query_length)
   rule = getattr(task, "truncation", None) or "head"
   encoder = _encoder(config, None, rule, encoder_class)
   return kind, _attach_signatures(
-      _Serving(model, encoder, log, **network), outputs,
+      _Serving(model, encoder, log, parts, by_columns), outputs,
       "text" if _text_inputs(task) == 1 else "pair",
       trim=kind in ("classification", "regression"))

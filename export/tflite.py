@@ -16,13 +16,15 @@ TFLite builtins plus tensorflow-text's custom ops only (no Select TF ops):
                      the custom-op registrars, max_seq_length, quantize.
 
 `--quantize`: "none" (float32), "dynamic" (dynamic-range INT8: weights
-int8, activations quantized on the fly; `tf.lite.Optimize.DEFAULT`) or
-"float16" (weights float16). Every task kind converts: classification,
-regression, tagging (`tags` are strings gathered per token) and SQuAD
-spans (one window). A SentencePiece model's tokenizer gives the
-SavedModel's ids except for characters without a piece: SentencePiece's
-byte fallback spells them as bytes, TFLite's FastSentencepieceTokenizer
-gives one [UNK].
+int8, activations quantized on the fly; `tf.lite.Optimize.DEFAULT`; a
+classifier's or regression's mean output shift on training texts is then
+taken off its head's bias and the model converted again, see
+export/tflite_calibration.py) or "float16" (weights float16). Every task
+kind converts: classification, regression, tagging (`tags` are strings
+gathered per token) and SQuAD spans (one window). A SentencePiece model's
+tokenizer gives the SavedModel's ids except for characters without a
+piece: SentencePiece's byte fallback spells them as bytes, TFLite's
+FastSentencepieceTokenizer gives one [UNK].
 
 The file runs with LiteRT's interpreter (`ai-edge-litert`) and
 tensorflow-text's kernels, in a process that imports nothing else:
@@ -52,15 +54,13 @@ REGISTRARS = {
 }
 
 
-def convert(concrete_function, trackable, quantize="none", per_channel=True):
+def convert(concrete_function, trackable, quantize="none"):
   """The TFLite flatbuffer (bytes) of a tf.function's concrete function.
 
   Args:
     concrete_function: takes strings [batch], returns a dict of tensors.
     trackable: the `tf.Module` holding its variables.
     quantize: one of QUANTIZE.
-    per_channel: "dynamic": an int8 kernel has a scale per output unit
-      (False: one per kernel).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if quantize not in QUANTIZE:
@@ -72,37 +72,31 @@ def convert(concrete_function, trackable, quantize="none", per_channel=True):
   converter.allow_custom_ops = True  # tensorflow-text's tokenizer kernels
   if quantize != "none":
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
-  converter._experimental_disable_per_channel = not per_channel  # pylint: disable=protected-access
   if quantize == "float16":
     converter.target_spec.supported_types = [tf.float16]
   return converter.convert()
 
 
 def export_task_tflite(model, task, config, output_dir, quantize="none",
-                       log=print, tables=None, per_channel=True,
-                       bias_correction=True):
+                       log=print, bias_correction=True):
   """Writes OUT/model.tflite and OUT/tflite.json for a fine-tuned `model`.
 
   Args: those of `saved_model.export_task_saved_model`, `quantize`
-  (QUANTIZE), and for "dynamic": `bias_correction` (a classifier's or
-  regression's mean output shift, measured on training texts, taken off
-  its head's bias: export/tflite_calibration.py), `tables` and
-  `per_channel` (`convert`'s; export/tflite_embeddings.py's TABLES, or None
-  for the converter's int8 tables).
+  (QUANTIZE), and for "dynamic" `bias_correction`: a classifier's or
+  regression's mean output shift, measured on training texts, is taken
+  off its head's bias (export/tflite_calibration.py).
   Returns: the path of the .tflite file.
   """
   from export import saved_model  # pylint: disable=g-import-not-at-top
   from export import tflite_calibration
-  from export import tflite_embeddings
   from export import tflite_text
   # One group of heads (TFLite runs its ops one after another), tokens as
   # rows (one branch: half the file, and the conversion's time).
   kind, module = saved_model.task_module(
       model, task, config, log, tflite_text.TfliteTextEncoder, parts=1,
-      by_columns=False, embeddings=None if tables is None else (
-          lambda layer: tflite_embeddings.TfliteEmbeddings(layer, tables)))
+      by_columns=False)
   function = module.serve_text.get_concrete_function()
-  flatbuffer = convert(function, module, quantize, per_channel)
+  flatbuffer = convert(function, module, quantize)
   tokenizer = ("wordpiece" if module.encoder._sp_unk is None  # pylint: disable=protected-access
                else "sentencepiece")
   if tokenizer == "sentencepiece":
@@ -123,7 +117,7 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
                                        TfliteClassifier(output_dir), log)
     if shift is not None:
       with tflite_calibration.shifted_bias(module.head, shift):
-        flatbuffer = convert(function, module, quantize, per_channel)
+        flatbuffer = convert(function, module, quantize)
       meta["bias_correction"] = [float(s) for s in shift]
       _write(output_dir, flatbuffer, meta)
   log("exported TFLite (%s task %r, quantize %s, %.1f MB; inputs %s) -> %s"
