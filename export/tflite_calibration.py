@@ -38,8 +38,8 @@ BATCH = 32
 
 def calibration_texts(task, input_names, count=TEXTS):
   """{input name: [count texts]}: the first examples of the task's
-  training split (`text_a`, and `text_b` for a pair), or None if it has
-  none to read (the UserError's message is the reason)."""
+  training split (`text_a`, and `text_b` for a pair); UserError if there
+  are none to read."""
   examples = task.get_examples("train")[:count]
   fields = ("text_a", "text_b")[:len(input_names)]
   return {name: [getattr(e, field) or "" for e in examples]
