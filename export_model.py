@@ -27,7 +27,8 @@ model fine-tuned on that task instead, serving the task's outputs:
 `tflite` (with `--task` only) writes OUT/model.tflite, the same text-in
 model with the tokenizer inside, run by LiteRT's interpreter with
 tensorflow-text's kernels, and OUT/tflite.json (export/tflite.py);
-`--quantize none|dynamic|float16` (default none; dynamic is INT8 weights):
+`--quantize none|dynamic|float16` (default none; dynamic is INT8 weights,
+a classifier's or regression's output bias corrected on training texts):
 
   python export_model.py --data-dir D --model-name M --task sst \\
       --format tflite --output OUT [--quantize dynamic]
@@ -87,7 +88,9 @@ def parse_args(argv=None):
                       "SavedModel (or TFLite model) serving the task.")
   parser.add_argument("--quantize", choices=("none", "dynamic", "float16"),
                       help="tflite: none (float32, the default), dynamic "
-                      "(dynamic-range INT8 weights) or float16 weights.")
+                      "(dynamic-range INT8 weights; a classifier's or "
+                      "regression's mean output shift on training texts "
+                      "taken off its head's bias) or float16 weights.")
   parser.add_argument("--trial", type=int, default=1,
                       help="With --task: which trial (default 1).")
   parser.add_argument("--sentencepiece-model",

@@ -17,13 +17,15 @@ TFLite builtins plus tensorflow-text's custom ops only (no Select TF ops):
   OUT/EXPORT_COMPLETE.json  written last (util/export_marker.py).
 
 `--quantize`: "none" (float32), "dynamic" (dynamic-range INT8: weights
-int8, activations quantized on the fly; `tf.lite.Optimize.DEFAULT`) or
-"float16" (weights float16). Every task kind converts: classification,
-regression, tagging (`tags` are strings gathered per token) and SQuAD
-spans (one window). A SentencePiece model's tokenizer gives the
-SavedModel's ids except for characters without a piece: SentencePiece's
-byte fallback spells them as bytes, TFLite's FastSentencepieceTokenizer
-gives one [UNK].
+int8, activations quantized on the fly; `tf.lite.Optimize.DEFAULT`; a
+classifier's or regression's mean output shift on training texts is then
+taken off its head's bias and the model converted again, see
+export/tflite_calibration.py) or "float16" (weights float16). Every task
+kind converts: classification, regression, tagging (`tags` are strings
+gathered per token) and SQuAD spans (one window). A SentencePiece model's
+tokenizer gives the SavedModel's ids except for characters without a
+piece: SentencePiece's byte fallback spells them as bytes, TFLite's
+FastSentencepieceTokenizer gives one [UNK].
 
 The file runs with LiteRT's interpreter (`ai-edge-litert`) and
 tensorflow-text's kernels, in a process that imports nothing else:
@@ -77,17 +79,18 @@ def convert(concrete_function, trackable, quantize="none"):
 
 
 def export_task_tflite(model, task, config, output_dir, quantize="none",
-                       log=print):
+                       log=print, bias_correction=True):
   """Writes OUT/model.tflite and OUT/tflite.json for a fine-tuned `model`.
 
-  Args: those of `saved_model.export_task_saved_model`, and `quantize`
-  (QUANTIZE).
+  Args: those of `saved_model.export_task_saved_model`, `quantize`
+  (QUANTIZE), and for "dynamic" `bias_correction`: a classifier's or
+  regression's mean output shift, measured on training texts, is taken
+  off its head's bias (export/tflite_calibration.py).
   Returns: the path of the .tflite file.
   """
   from export import saved_model  # pylint: disable=g-import-not-at-top
+  from export import tflite_calibration
   from export import tflite_text
-  from util import export_marker
-  from util import io_utils
   # One group of heads (TFLite runs its ops one after another), tokens as
   # rows (one branch: half the file, and the conversion's time).
   kind, module = saved_model.task_module(
@@ -109,13 +112,31 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
       else [str(label) for label in labels],
       tokenizer=tokenizer, custom_op_registerers=list(REGISTRARS[tokenizer]),
       max_seq_length=config.max_seq_length, quantize=quantize)
+  path = _write(output_dir, flatbuffer, meta)
+  if quantize == "dynamic" and bias_correction:
+    shift = tflite_calibration.measure(task, kind, module, function,
+                                       TfliteClassifier(output_dir), log)
+    if shift is not None:
+      with tflite_calibration.shifted_bias(module.head, shift):
+        flatbuffer = convert(function, module, quantize)
+      meta["bias_correction"] = [float(s) for s in shift]
+      _write(output_dir, flatbuffer, meta)
+  log("exported TFLite (%s task %r, quantize %s, %.1f MB; inputs %s) -> %s"
+      % (kind, task.name, quantize, len(flatbuffer) / 1e6,
+         ", ".join(meta["inputs"]), path))
+  return path
+
+
+def _write(output_dir, flatbuffer, meta):
+  """Writes OUT/model.tflite and OUT/tflite.json, then the completion
+  marker (util/export_marker.py); returns the first's path."""
+  from util import export_marker  # pylint: disable=g-import-not-at-top
+  from util import io_utils  # pylint: disable=g-import-not-at-top
+  io_utils.make_dirs(output_dir)
   path = posixpath.join(output_dir, MODEL_FILE)
   with export_marker.writing(output_dir, "tflite"):
     io_utils.write_bytes_atomic(path, flatbuffer)
     io_utils.write_json_atomic(posixpath.join(output_dir, META_FILE), meta)
-  log("exported TFLite (%s task %r, quantize %s, %.1f MB; inputs %s) -> %s"
-      % (kind, task.name, quantize, len(flatbuffer) / 1e6,
-         ", ".join(meta["inputs"]), path))
   return path
 
 

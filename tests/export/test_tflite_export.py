@@ -9,7 +9,9 @@ the saved and loaded one). The float TFLite model,
 run in a fresh process that imports only ai_edge_litert and
 tensorflow_text, gives the SavedModel's ids exactly and its outputs
 within 1e-4 on texts that are empty, blank, punctuation only, too long,
-of mixed scripts and with emoji; the INT8 model's labels mostly agree.
+of mixed scripts and with emoji; the INT8 model's labels mostly agree,
+and its mean shift on the training texts is taken off the head's bias
+(the regression's too, measured on training pairs).
 tensorflow_text imports TensorFlow itself (its kernels link against it),
 so the fresh process asserts that neither the project's packages nor
 tf_keras were imported. Also: the SentencePiece tokenizer in TFLite gives
@@ -32,6 +34,7 @@ import export_model
 from export import inference_encoder
 from export import saved_model
 from export import tflite
+from export import tflite_calibration as calibration
 from export import tflite_text
 from export.text_encoder import TextEncoder
 from finetune import finetuned_model
@@ -105,6 +108,9 @@ def served(tmp_path_factory):
                                "dynamic"),
       ("sts", "float"): _export(model_dir, "sts", "tflite",
                                 str(root / "sts_float")),
+      ("sts", "int8"): _export(model_dir, "sts", "tflite",
+                               str(root / "sts_int8"), "--quantize",
+                               "dynamic"),
   }
   job = dict(models={}, inputs={}, results={})
   for (task, kind), out in exports.items():
@@ -157,9 +163,31 @@ def test_int8_tflite_mostly_agrees_with_float(served):
   meta = json.load(open(os.path.join(exports["sst", "int8"], tflite.META_FILE),
                         encoding="utf-8"))
   assert meta["quantize"] == "dynamic" and meta["labels"] == ["0", "1"]
+  # Bias correction: the shift measured on the training texts (all of
+  # them: fewer than calibration.TEXTS) was taken off the head's bias, so
+  # on those texts the INT8 model's mean shift is smaller now.
+  shift = np.asarray(meta["bias_correction"])
+  train = slice(len(EDGE_TEXTS), None)
+  left = calibration.output_shift(
+      "classification", dict(probabilities=lite["probabilities"][train]),
+      dict(probabilities=int8["probabilities"][train]))
+  assert np.abs(shift).max() > 0 and np.abs(shift.sum()) < 1e-6
+  assert np.abs(left).max() < 0.5 * np.abs(shift).max()
   sizes = [os.path.getsize(os.path.join(exports["sst", k], tflite.MODEL_FILE))
            for k in ("float", "int8")]
   assert sizes[1] < sizes[0]
+
+
+def test_a_regression_of_pairs_is_bias_corrected_too(served):
+  """The shift is measured on training pairs (`text`, `text_b`): one value,
+  the score's."""
+  results, exports = served
+  meta = json.load(open(os.path.join(exports["sts", "int8"], tflite.META_FILE),
+                        encoding="utf-8"))
+  assert meta["inputs"] == ["text", "text_b"]
+  assert len(meta["bias_correction"]) == 1
+  lite, int8 = results["sts_float"], results["sts_int8"]
+  assert np.abs(int8["score"] - lite["score"]).max() < 0.1
 
 
 def test_the_runner_classifies_a_sentence(served):
