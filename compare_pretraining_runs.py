@@ -35,10 +35,10 @@ def _history(model_dir):
   path = os.path.join(model_dir, "results", "pretrain_eval_history.json")
   if not io_utils.exists(path):
     return []
-  config = os.path.join(model_dir, "config.json")
+  saved = os.path.join(model_dir, "config.json")
   return eval_report.with_t1_keys(
       io_utils.read_json(path),
-      io_utils.read_json(config) if io_utils.exists(config) else {})
+      io_utils.read_json(saved) if io_utils.exists(saved) else {})
 
 
 def main(argv=None):
