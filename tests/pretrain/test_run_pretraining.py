@@ -285,7 +285,7 @@ def test_multi_worker_mirrored_two_local_workers_agree(data_dir, tmp_path):
   # weights both workers ended with.
   model_dir = os.path.join(str(data_dir), "models", "mwms")
   assert sorted(os.listdir(model_dir)) == ["checkpoints", "config.json",
-                                           "results", "train"]
+                                           "eval", "results", "train"]
   assert "Saved checkpoint" in chief.stdout
   assert "Saved checkpoint" not in other.stdout
   assert len(os.listdir(os.path.join(model_dir, "train"))) == 1
