@@ -230,20 +230,20 @@ class Trainer(object):
                  int(config.warmup_proportion * num_steps),
                  ", ".join(str(s) for s in eval_steps)))
     report = progress_lib.FinetuningProgress(self.log, n, batch, schedule)
-    history, best = [], []
+    history, best = [], None
 
     def train(num):
       loss, skipped = train_loop(iterator, tf.constant(num, tf.int32))
       return dict(loss=float(loss), skipped_steps=float(skipped))
 
     def evaluate(step):
+      nonlocal best
       entry = dict(step=step, epoch=round(step * batch / float(n), 4),
                    loss=report.losses[-1][1])
       if eval_data:
         entry["results"] = self.evaluate_all(eval_data)
       history.append(entry)
-      best[:] = [self._keep_if_best(entry, (best or [None])[0], eval_data,
-                                    manager)]
+      best = self._keep_if_best(entry, best, eval_data, manager)
 
     calls = loop_lib.LoopCalls(
         train=train, save=None, evaluate=evaluate, on_stop=self._on_stop,
@@ -253,7 +253,7 @@ class Trainer(object):
         evaluate=loop_lib.Steps(at=eval_steps))
     loop_lib.TrainingLoop(settings, calls, report).run(0)
     evaluate(num_steps)  # The loop leaves the last step's to its caller.
-    return history, best[0], report.losses
+    return history, best, report.losses
 
   def _on_stop(self, step):
     return ("%s: interrupted at step %d; the trials finished before it are "
