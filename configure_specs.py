@@ -6,7 +6,7 @@ whole: the entry script (or the trainer it builds) makes the specs here from
 the config, once, and hands each part the ones it uses. A spec is a frozen
 dataclass: its fields cannot be set, and its hparam dicts are read-only
 mappings. Fields keep their hparams' names, so docs/method.md and the
-config's documentation (configure.py) describe them too.
+hparams' documentation (configure_fields.py) describe them too.
 
   network        NetworkSpec: the networks' sizes and what G and D share
   objective      ObjectiveSpec: the losses, the replacement sampler and the
