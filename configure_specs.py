@@ -6,7 +6,7 @@ whole: the entry script (or the trainer it builds) makes the specs here from
 the config, once, and hands each part the ones it uses. A spec is a frozen
 dataclass: its fields cannot be set, and its hparam dicts are read-only
 mappings. Fields keep their hparams' names, so docs/method.md and the
-config's documentation (configure.py) describe them too.
+hparams' documentation (configure_fields.py) describe them too.
 
   network        NetworkSpec: the networks' sizes and what G and D share
   objective      ObjectiveSpec: the losses, the replacement sampler and the
@@ -18,10 +18,15 @@ config's documentation (configure.py) describe them too.
   run            RunSpec: the model directory, the schedule of steps,
                  saves and evaluations, and the weights a run starts from
   vocabulary     VocabularySpec: the vocabulary file and its casing
+  task           FinetuningTaskSpec: what a fine-tuning task reads (its
+                 files, example lengths, head, SQuAD's windows and spans)
+  training       FinetuningTrainingSpec: one fine-tuning trial's start,
+                 schedule, optimizer and batches
 
-`pretraining_specs(config)` makes them all from a `PretrainingConfig`
-(`PretrainingSpecs`); `RuntimeSpec`, `NetworkSpec` and `VocabularySpec` are
-also made from a `FinetuningConfig`.
+`pretraining_specs(config)` makes the pre-training ones from a
+`PretrainingConfig` (`PretrainingSpecs`), `finetuning_specs(config)` the
+fine-tuning ones from a `FinetuningConfig` (`FinetuningSpecs`: network,
+runtime, vocabulary, task, training).
 """
 
 import collections
@@ -34,6 +39,12 @@ from typing import Optional
 def _read_only(mapping):
   """A read-only copy of `mapping` (None stays None)."""
   return None if mapping is None else types.MappingProxyType(dict(mapping))
+
+
+def _loss_scale(config):
+  """The initial dynamic loss scale of `config` under float16, else None."""
+  return (config.initial_loss_scale if config.mixed_precision == "float16"
+          else None)
 
 
 def _from(cls, config, **derived):
@@ -189,9 +200,7 @@ class OptimizationSpec(object):
 
   @classmethod
   def from_config(cls, config):
-    return _from(cls, config, loss_scale=(
-        config.initial_loss_scale if config.mixed_precision == "float16"
-        else None))
+    return _from(cls, config, loss_scale=_loss_scale(config))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +310,81 @@ class VocabularySpec(object):
     return _from(cls, config)
 
 
+@dataclasses.dataclass(frozen=True)
+class FinetuningTaskSpec(object):
+  """What a fine-tuning task reads (finetune/task.py and its subclasses).
+
+  data_dir: the data directory (the task's files are under
+    `<data_dir>/finetuning_data/<task>/`); model_dir: the model's (a task
+    of your own keeps its labels there).
+  do_train: the run fine-tunes (a task of your own then records its
+    labels).
+  max_seq_length: the tokens of one feature; do_lower_case: SQuAD's answer
+    text is matched lower-cased.
+  encoder: the discriminator's transformer hparams (the heads' widths,
+    activation, dropout and initializer range), read-only.
+  classifier_pooling: what a sentence (pair) head reads, "cls" or "mean".
+  max_query_length, doc_stride, n_best_size, max_answer_length,
+    answerable_weight: SQuAD's windows, answer spans and SQuAD 2.0's loss.
+  """
+
+  data_dir: str
+  model_dir: str
+  do_train: bool
+  max_seq_length: int
+  do_lower_case: bool
+  encoder: Mapping
+  classifier_pooling: str
+  max_query_length: int
+  doc_stride: int
+  n_best_size: int
+  max_answer_length: int
+  answerable_weight: float
+
+  @classmethod
+  def from_config(cls, config):
+    """Of a `FinetuningConfig`."""
+    return _from(cls, config, encoder=_read_only(config.model_hparams))
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningTrainingSpec(object):
+  """One fine-tuning trial's start, schedule and update
+  (finetune/trainer.py).
+
+  reinit_top_layers, shrink_to_fresh: how the pre-trained encoder starts.
+  learning_rate, num_train_epochs, warmup_proportion: the schedule (linear
+    warmup over that fraction of the steps, linear decay to 0).
+  layerwise_lr_decay, layerwise_lr_decay_rule: the encoder's rates per
+    layer.
+  weight_decay_rate, adam_epsilon: AdamW's; clip_norm: the gradients'
+    global-norm clip.
+  train_batch_size, eval_batch_size: the global batches.
+  loss_scale: the initial dynamic loss scale under float16, else None.
+  log_every: steps between progress lines.
+  """
+
+  reinit_top_layers: int
+  shrink_to_fresh: float
+  learning_rate: float
+  num_train_epochs: float
+  warmup_proportion: float
+  layerwise_lr_decay: float
+  layerwise_lr_decay_rule: str
+  weight_decay_rate: float
+  adam_epsilon: float
+  clip_norm: float
+  train_batch_size: int
+  eval_batch_size: int
+  loss_scale: Optional[float]
+  log_every: int
+
+  @classmethod
+  def from_config(cls, config):
+    """Of a `FinetuningConfig`."""
+    return _from(cls, config, loss_scale=_loss_scale(config))
+
+
 PretrainingSpecs = collections.namedtuple(
     "PretrainingSpecs",
     "network objective masking optimization data runtime run vocabulary")
@@ -315,3 +399,18 @@ def pretraining_specs(config):
       MaskingSpec.from_config(config), OptimizationSpec.from_config(config),
       DataSpec.from_config(config), RuntimeSpec.from_config(config),
       RunSpec.from_config(config), VocabularySpec.from_config(config))
+
+
+FinetuningSpecs = collections.namedtuple(
+    "FinetuningSpecs", "network runtime vocabulary task training")
+FinetuningSpecs.__doc__ = """Every spec of a fine-tuning config: what
+finetune/runner.py hands its parts."""
+
+
+def finetuning_specs(config):
+  """The `FinetuningSpecs` of a `configure.FinetuningConfig`."""
+  return FinetuningSpecs(
+      NetworkSpec.from_config(config), RuntimeSpec.from_config(config),
+      VocabularySpec.from_config(config),
+      FinetuningTaskSpec.from_config(config),
+      FinetuningTrainingSpec.from_config(config))

@@ -51,6 +51,7 @@ from util.cli import run_main
 tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
+import configure_specs  # pylint: disable=g-import-not-at-top
 from model import saved_config
 from util import hparams as hparams_lib
 from util import io_utils
@@ -119,24 +120,27 @@ def main(argv=None):
   from interop import names
   from interop import tf1
   from model import builders
+  specs = configure_specs.pretraining_specs(config)
   if args.format in ("hf", "tf1"):
-    names.refuse_relative_position(config, args.format)  # Before any work.
+    # Before any work.
+    names.refuse_relative_position(specs.network, args.format)
   sentencepiece_model = sentencepiece_model_of(args.sentencepiece_model, config)
   if sentencepiece_model:
     hf_sentencepiece.load_checked(sentencepiece_model, config.vocab_size)
   output_dir.check_output(args.output, args.overwrite)
-  model = builders.build_pretrainer_with_variables(config)
+  model = builders.build_pretrainer_with_variables(
+      specs.network, specs.objective, specs.masking)
   loader.load_into(model, source, log=print)
   with output_dir.staged(args.output) as (target, log):
     if args.format == "hf":
-      hf.export_hf(model, config, target, log=log,
+      hf.export_hf(model, specs.network, specs.vocabulary, target, log=log,
                    sentencepiece_model=sentencepiece_model)
     elif args.format == "tf1":
-      tf1.export_tf1(model, config, target, log=log)
+      tf1.export_tf1(model, specs.network, specs.vocabulary, target, log=log)
     else:
       saved_model.export_saved_model(
-          model, config, target, sentencepiece_model=sentencepiece_model,
-          log=log)
+          model, specs.vocabulary, config.max_seq_length, target,
+          sentencepiece_model=sentencepiece_model, log=log)
   return 0
 
 
@@ -217,13 +221,14 @@ def _export_finetuned(args, user):
       args.data_dir, "models", args.model_name)
   model, task, config = finetuned_model.load_finetuned(
       model_dir, args.data_dir, args.task, args.trial)
+  vocabulary = configure_specs.VocabularySpec.from_config(config)
   output_dir.check_output(args.output, args.overwrite)
   with output_dir.staged(args.output) as (target, log):
     if args.format == "tflite":
-      tflite.export_task_tflite(model, task, config, target,
+      tflite.export_task_tflite(model, task, vocabulary, target,
                                 args.quantize or "none", log=log)
     else:
-      saved_model.export_task_saved_model(model, task, config, target,
+      saved_model.export_task_saved_model(model, task, vocabulary, target,
                                           log=log)
   return 0
 

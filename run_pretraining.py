@@ -78,10 +78,12 @@ def main(argv=None):
   from util import distribution
   # The strategy first: splitting the CPU and multi-worker collectives must
   # be set up before any TensorFlow op runs.
-  strategy = distribution.get_strategy(config)
+  specs = configure_specs.pretraining_specs(config)
+  strategy = distribution.get_strategy(specs.runtime)
   # Everything a run reads or writes is checked before the model is built;
   # config.json records the training shards.
-  config = config.with_facts(train_shards=pretrain_data.check_inputs(config))
+  config = config.with_facts(train_shards=pretrain_data.check_inputs(
+      specs.data, specs.masking, config.do_train, config.do_eval))
   created = not io_utils.exists(config.model_dir)
   check_writable(config.model_dir, depth=2)
   try:
@@ -115,10 +117,11 @@ def _pretrain(config, strategy):
         "apply from the resumed step on." % ", ".join(changed))
 
   config = configure.resolve_precision(config, log)
-  xla_fusion.resolve(configure_specs.RuntimeSpec.from_config(config), log)
+  specs = configure_specs.pretraining_specs(config)
+  xla_fusion.resolve(specs.runtime, log)
   process_setup.set_up_process(config.mixed_precision, config.seed,
                                checkpointed_dropout=True)
-  trainer = trainer_lib.PretrainingTrainer(config, log=log, strategy=strategy)
+  trainer = trainer_lib.PretrainingTrainer(specs, log=log, strategy=strategy)
   if trainer.is_chief:
     log("Effective config saved to %s; set by hparams or the data: %s" % (
         config.save(), json.dumps(config.user_hparams, sort_keys=True)))

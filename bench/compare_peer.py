@@ -40,7 +40,6 @@ tensorflow_startup()
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import harness
-from pretrain import flops as flops_lib
 from pretrain import peak as peak_lib
 from util.cli import require_at_least
 from util.cli import run_main
@@ -154,7 +153,7 @@ def measure(args):
   for runner in runners:
     t = times[runner.name]
     median = statistics.median(t["wall"])
-    achieved = flops_lib.pretraining_step_flops(runner.config) / median
+    achieved = harness.step_flops(runner.config) / median
     rows.append(dict(
         model=runner.name, size=args.size, seq_len=args.seq_len,
         batch_size=args.batch_size, dtype=args.dtype, jit=args.jit, fuse=fuse,

@@ -14,9 +14,11 @@ import tensorflow as tf
 import tf_keras
 
 import configure
+import configure_specs
 from bench import batches as batches_lib
 from bench import peer as peer_lib
 from model import builders
+from pretrain import flops as flops_lib
 from training import optimization
 from model import samplers
 from training import train_step as train_step_lib
@@ -170,10 +172,21 @@ class StepRunner(object):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def step_flops(config):
+  """pretrain/flops.py's FLOPs of one global batch of a
+  `PretrainingConfig`, from its specs as the trainer counts them."""
+  specs = configure_specs.pretraining_specs(config)
+  return flops_lib.pretraining_step_flops(specs.network, specs.objective,
+                                          specs.masking,
+                                          specs.data.train_batch_size)
+
+
 def ours(config):
   """Our ElectraPretrainer's runner, named by its sampling mode."""
+  specs = configure_specs.pretraining_specs(config)
+
   def build(optimizer):
-    model = builders.build_pretrainer(config)
+    model = builders.build_pretrainer(specs.network, specs.objective)
 
     def loss_fn(features):
       return model(features, training=True,

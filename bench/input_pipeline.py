@@ -30,6 +30,7 @@ tensorflow_startup()
 import build_pretraining_dataset  # pylint: disable=g-import-not-at-top
 import build_vocab
 import configure
+import configure_specs
 from pretrain import pretrain_data
 from util.cli import require_at_least
 from util.cli import run_main
@@ -79,7 +80,9 @@ def time_input_fn(data_dir, seq_len, batch_size, batches, warmup_batches):
   examples per CPU-second)."""
   config = configure.PretrainingConfig(
       "bench", data_dir, max_seq_length=seq_len, train_batch_size=batch_size)
-  dataset = pretrain_data.get_input_fn(config, is_training=True)()
+  specs = configure_specs.pretraining_specs(config)
+  dataset = pretrain_data.get_input_fn(specs.data, specs.masking,
+                                       is_training=True)()
   iterator = iter(dataset)
   for _ in range(warmup_batches):
     next(iterator)

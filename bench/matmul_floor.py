@@ -47,7 +47,6 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf
 
 from bench import harness
-from pretrain import flops as flops_lib
 from pretrain import peak as peak_lib
 from util.cli import require_at_least
 from util.cli import run_main
@@ -228,7 +227,7 @@ def measure(args):
   floor = sum(row["total_ms"] for row in rows) / 1e3
   in_a_row_floor = sum(row["count"] * row["median_ms"] for row in rows) / 1e3
   counted = sum(row["count"] * row["flops"] for row in rows)
-  analytic = flops_lib.pretraining_step_flops(config)
+  analytic = harness.step_flops(config)
   probe = (args.probe_tflops * 1e12 if args.probe_tflops else
            peak_lib.measure_matmul_peak(harness.DTYPES[args.dtype]))
   update = update_bytes(runner.model.trainable_variables)

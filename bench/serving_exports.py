@@ -14,6 +14,7 @@ import os
 
 import tensorflow as tf
 
+import configure_specs
 from export import saved_model
 from export import tflite
 from export.text_encoder import TextEncoder
@@ -77,15 +78,17 @@ def export_both(model_dir, data_dir, task_name, trial, work_dir, log=print):
       ("saved_model", "saved_model"), ("tokenizer_saved_model", "tokenizer"),
       ("tflite", "tflite"), ("tflite_int8", "tflite_int8"),
       ("hf_folder", "hf"))}
-  saved_model.export_task_saved_model(model, task, config,
+  specs = configure_specs.finetuning_specs(config)
+  saved_model.export_task_saved_model(model, task, specs.vocabulary,
                                       paths["saved_model"], log=log)
   export_tokenizer(config, task, paths["tokenizer_saved_model"])
   for key, quantize in (("tflite", "none"), ("tflite_int8", "dynamic")):
-    tflite.export_task_tflite(model, task, config, paths[key], quantize,
-                              log=log)
+    tflite.export_task_tflite(model, task, specs.vocabulary, paths[key],
+                              quantize, log=log)
   sentencepiece = (config.vocab_file if vocab_layout.is_sentencepiece(
       config.vocab_file) else None)
-  count = hf.export_hf_encoder(model.encoder, config, paths["hf_folder"],
+  count = hf.export_hf_encoder(model.encoder, specs.network,
+                               specs.vocabulary, paths["hf_folder"],
                                sentencepiece_model=sentencepiece)
   log("exported the encoder for transformers: %d tensors -> %s" % (
       count, paths["hf_folder"]))

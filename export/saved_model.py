@@ -213,66 +213,76 @@ def _save(module, output_dir, log):
   return output_dir
 
 
-def _encoder(config, sentencepiece_model, truncation_rule="head",
-             encoder_class=TextEncoder):
-  if not sentencepiece_model and not tf.io.gfile.exists(config.vocab_file):
+def _encoder(vocabulary, max_seq_length, sentencepiece_model,
+             truncation_rule="head", encoder_class=TextEncoder):
+  """The in-graph text encoder of a configure_specs.VocabularySpec (or of
+  `sentencepiece_model`), `max_seq_length` ids per text."""
+  if not sentencepiece_model and not tf.io.gfile.exists(
+      vocabulary.vocab_file):
     raise UserError("vocab file %s not found; set hparam vocab_file." %
-                    config.vocab_file)
-  return encoder_class(config.max_seq_length, config.vocab_file,
-                       config.do_lower_case, sentencepiece_model,
+                    vocabulary.vocab_file)
+  return encoder_class(max_seq_length, vocabulary.vocab_file,
+                       vocabulary.do_lower_case, sentencepiece_model,
                        truncation_rule)
 
 
-def export_saved_model(model, config, output_dir, sentencepiece_model=None,
-                       log=print):
+def export_saved_model(model, vocabulary, max_seq_length, output_dir,
+                       sentencepiece_model=None, log=print):
   """Writes the SavedModel of `model`'s discriminator to `output_dir`.
 
   Args:
     model: a built `ElectraPretrainer`.
-    config: its `PretrainingConfig` (vocab_file, do_lower_case,
-      max_seq_length).
+    vocabulary: its configure_specs.VocabularySpec (vocab_file,
+      do_lower_case).
+    max_seq_length: the ids of one text.
     sentencepiece_model: the SentencePiece model the data was built with,
-      instead of `config.vocab_file`.
+      instead of `vocabulary.vocab_file`.
   """
   module = _attach_signatures(
-      _Serving(model.discriminator, _encoder(config, sentencepiece_model),
-               log),
+      _Serving(model.discriminator, _encoder(vocabulary, max_seq_length,
+                                             sentencepiece_model), log),
       _replaced_probability, "text")
   return _save(module, output_dir, log)
 
 
-def export_task_saved_model(model, task, config, output_dir, log=print):
+def export_task_saved_model(model, task, vocabulary, output_dir, log=print):
   """Writes the SavedModel of a fine-tuned `model` for `task`.
 
   Args:
     model: a built `FinetuningModel` with the fine-tuned weights.
-    task: its `Task` (finetune/task_builder.py), for labels and inputs.
-    config: the `FinetuningConfig` it was fine-tuned with.
+    task: its `Task` (finetune/task_builder.py), for labels, inputs and
+      lengths (its `settings`).
+    vocabulary: the configure_specs.VocabularySpec it was fine-tuned with.
   """
-  kind, module = task_module(model, task, config, log)
+  kind, module = task_module(model, task, vocabulary, log)
   log("%s task %r" % (kind, task.name))
   return _save(module, output_dir, log)
 
 
-def task_module(model, task, config, log=print, encoder_class=TextEncoder,
-                parts=2, by_columns=True):
+def task_module(model, task, vocabulary, log=print,
+                encoder_class=TextEncoder, parts=2, by_columns=True):
   """(kind, module): the task's kind ("classification", "regression",
   "tagging", "squad") and the `tf.Module` whose `serve_text` and
   `serve_ids` serve `model` on `task` (see `export_task_saved_model`).
 
   Args:
+    vocabulary: the configure_specs.VocabularySpec of the model; the
+      lengths are the task's (`task.settings`: max_seq_length, SQuAD's
+      max_query_length).
     encoder_class: `TextEncoder` or a subclass (export/tflite_text.py).
     parts, by_columns: `InferenceEncoder`'s (groups of heads and FFN
       units; one text's tokens as columns).
   """
   kind, outputs = _task_outputs(task)
+  max_seq_length = task.settings.max_seq_length
   if kind == "squad":
-    encoder = _encoder(config, None, encoder_class=encoder_class)
+    encoder = _encoder(vocabulary, max_seq_length, None,
+                       encoder_class=encoder_class)
     return kind, _attach_signatures(
         _Serving(model, encoder, log, parts, by_columns), outputs, "question",
-        config.max_query_length)
+        task.settings.max_query_length)
   rule = getattr(task, "truncation", None) or "head"
-  encoder = _encoder(config, None, rule, encoder_class)
+  encoder = _encoder(vocabulary, max_seq_length, None, rule, encoder_class)
   return kind, _attach_signatures(
       _Serving(model, encoder, log, parts, by_columns), outputs,
       "text" if _text_inputs(task) == 1 else "pair",

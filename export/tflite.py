@@ -78,7 +78,7 @@ def convert(concrete_function, trackable, quantize="none"):
   return converter.convert()
 
 
-def export_task_tflite(model, task, config, output_dir, quantize="none",
+def export_task_tflite(model, task, vocabulary, output_dir, quantize="none",
                        log=print, bias_correction=True):
   """Writes OUT/model.tflite and OUT/tflite.json for a fine-tuned `model`.
 
@@ -94,7 +94,7 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
   # One group of heads (TFLite runs its ops one after another), tokens as
   # rows (one branch: half the file, and the conversion's time).
   kind, module = saved_model.task_module(
-      model, task, config, log, tflite_text.TfliteTextEncoder, parts=1,
+      model, task, vocabulary, log, tflite_text.TfliteTextEncoder, parts=1,
       by_columns=False)
   function = module.serve_text.get_concrete_function()
   flatbuffer = convert(function, module, quantize)
@@ -111,7 +111,7 @@ def export_task_tflite(model, task, config, output_dir, quantize="none",
       labels=None if kind == "regression" or labels is None
       else [str(label) for label in labels],
       tokenizer=tokenizer, custom_op_registerers=list(REGISTRARS[tokenizer]),
-      max_seq_length=config.max_seq_length, quantize=quantize)
+      max_seq_length=task.settings.max_seq_length, quantize=quantize)
   path = _write(output_dir, flatbuffer, meta)
   if quantize == "dynamic" and bias_correction:
     shift = tflite_calibration.measure(task, kind, module, function,

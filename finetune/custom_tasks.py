@@ -29,8 +29,8 @@ class _CustomTask(object):
   """What every task.json task adds to its built-in base class: files,
   labels and metrics from task.json, labels saved with the model."""
 
-  def __init__(self, config, tokenizer, spec):
-    super(_CustomTask, self).__init__(config, tokenizer)
+  def __init__(self, settings, tokenizer, spec):
+    super(_CustomTask, self).__init__(settings, tokenizer)
     self.spec = spec
     self.name = spec.name
     self.glue_name = spec.name
@@ -45,7 +45,7 @@ class _CustomTask(object):
 
   @property
   def finetuned_dir(self):
-    return os.path.join(self.config.model_dir, "finetuning_models", self.name)
+    return os.path.join(self.settings.model_dir, "finetuning_models", self.name)
 
   @property
   def labels_path(self):
@@ -66,7 +66,7 @@ class _CustomTask(object):
     return self._label_list
 
   def _saved_labels(self):
-    if self.config.do_train or not io_utils.is_file(self.labels_path):
+    if self.settings.do_train or not io_utils.is_file(self.labels_path):
       return None
     saved = readers.read_json(self.labels_path)
     labels = saved.get("labels") if isinstance(saved, dict) else None
@@ -153,7 +153,7 @@ class _CustomTask(object):
 
   def build_head(self):
     # The head is built for these labels: keep them with the model.
-    if self.config.do_train:
+    if self.settings.do_train:
       self.save_labels()
     return super(_CustomTask, self).build_head()
 
@@ -164,8 +164,8 @@ class _CustomTask(object):
 class _SentenceTask(_CustomTask):
   """Classification and regression: rows of a TSV, CSV or JSONL file."""
 
-  def __init__(self, config, tokenizer, spec):
-    super(_SentenceTask, self).__init__(config, tokenizer, spec)
+  def __init__(self, settings, tokenizer, spec):
+    super(_SentenceTask, self).__init__(settings, tokenizer, spec)
     self.text_columns = spec.text_columns
     self.label_column = spec.label_column
     self.id_column = None
@@ -233,12 +233,12 @@ class _SentenceTask(_CustomTask):
     rows = []
     for a, b in zip(ids_a, ids_b):
       ids, mask, segments, lost = truncation.encode_truncated(
-          self.tokenizer, a, b, self.config.max_seq_length, self.truncation)
+          self.tokenizer, a, b, self.settings.max_seq_length, self.truncation)
       stats.add(len(a) + (len(b) if b is not None else 0), lost)
       rows.append(dict(input_ids=ids, input_mask=mask, segment_ids=segments))
     self.truncation_stats[self._split] = stats
     print("%s %s: %s" % (self.name, self._split,
-                         stats.summary(self.config.max_seq_length,
+                         stats.summary(self.settings.max_seq_length,
                                        self.truncation)), flush=True)
     return rows
 
@@ -365,8 +365,10 @@ TASK_CLASSES = {"classification": CustomClassificationTask,
                 "tagging": CustomTaggingTask}
 
 
-def build_task(config, name, tokenizer):
-  """The task described by `<data_dir>/finetuning_data/<name>/task.json`."""
+def build_task(settings, name, tokenizer):
+  """The task described by `<data_dir>/finetuning_data/<name>/task.json`,
+  of a configure_specs.FinetuningTaskSpec (`settings`, whose data_dir it
+  reads) and a tokenizer."""
   spec = task_spec.load_spec(
-      task_spec.task_json_path(config.data_dir, name), name)
-  return TASK_CLASSES[spec.type](config, tokenizer, spec)
+      task_spec.task_json_path(settings.data_dir, name), name)
+  return TASK_CLASSES[spec.type](settings, tokenizer, spec)

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 import configure
+import configure_specs
 from finetune import preprocessing
 from finetune import task_builder
 from finetune.model import FinetuningModel
@@ -59,11 +60,14 @@ def load_finetuned(model_dir, data_dir, task_name, trial=1, log=print):
     raise UserError("no fine-tuned checkpoint in %s (trials 1 to %d were "
                     "run; pick one with --trial)." % (best_dir,
                                                       config.num_trials))
-  task = task_builder.get_task(config, task_name,
-                               preprocessing.build_tokenizer(config))
-  model = FinetuningModel(build_discriminator_encoder(config),
+  specs = configure_specs.finetuning_specs(config)
+  task = task_builder.get_task(
+      specs.task, task_name,
+      preprocessing.build_tokenizer(specs.vocabulary,
+                                    specs.network.vocab_size))
+  model = FinetuningModel(build_discriminator_encoder(specs.network),
                           task.build_head(), name="finetuning")
-  ones = np.ones([1, config.max_seq_length], np.int32)
+  ones = np.ones([1, specs.network.max_seq_length], np.int32)
   model({name: ones for name in _DUMMY_FEATURES}, training=False)
   tf.train.Checkpoint(model=model).restore(
       prefix).expect_partial().assert_existing_objects_matched()

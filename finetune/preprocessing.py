@@ -16,16 +16,17 @@ from util.errors import UserError
 PADDING_INDEX = -1
 
 
-def build_tokenizer(config):
-  """The project's tokenizer of `config.vocab_file` (a WordPiece vocab.txt
-  or a SentencePiece model: `tokenization.tokenizer_for`), checked against
-  the model's vocab_size."""
-  tokenizer = tokenization.tokenizer_for(config)
-  if len(tokenizer.vocab) > config.vocab_size:
+def build_tokenizer(vocabulary, vocab_size):
+  """The project's tokenizer of a configure_specs.VocabularySpec (its
+  vocab_file, a WordPiece vocab.txt or a SentencePiece model, and
+  do_lower_case: `tokenization.tokenizer_for`), checked against the
+  model's `vocab_size`."""
+  tokenizer = tokenization.tokenizer_for(vocabulary)
+  if len(tokenizer.vocab) > vocab_size:
     raise UserError("vocabulary %s has %d entries but the model's vocab_size "
                     "is %d; set hparam 'vocab_size' to %d." % (
-                        config.vocab_file, len(tokenizer.vocab),
-                        config.vocab_size, len(tokenizer.vocab)))
+                        vocabulary.vocab_file, len(tokenizer.vocab),
+                        vocab_size, len(tokenizer.vocab)))
   return tokenizer
 
 

@@ -144,6 +144,7 @@ def run_task(config, task, splits, strategy, init_checkpoint):
   `splits` is `_load_splits(config, task)`: (train, evals, tests).
   """
   train, evals, tests = splits
+  specs = configure_specs.finetuning_specs(config)
   task_dir = os.path.join(config.model_dir, "finetuning_models", task.name)
   finished = _finished_trials(config, task_dir, task.name)
   write_json_atomic(os.path.join(task_dir, "config.json"), config.to_dict())
@@ -155,7 +156,7 @@ def run_task(config, task, splits, strategy, init_checkpoint):
             flush=True)
       trials.append(finished[trial])
       continue
-    trainer = Trainer(config, task, strategy,
+    trainer = Trainer(specs, task, strategy,
                       os.path.join(task_dir, "trial_%d" % trial),
                       seed=config.seed + trial - 1, log_prefix=prefix)
     trial_record = trainer.run(
@@ -185,15 +186,17 @@ def run_finetuning(config):
   absl_logging.set_verbosity(absl_logging.WARNING)
   log = functools.partial(print, flush=True)
   config = configure.resolve_precision(config, log)
-  xla_fusion.resolve(configure_specs.RuntimeSpec.from_config(config), log)
+  specs = configure_specs.finetuning_specs(config)
+  xla_fusion.resolve(specs.runtime, log)
   process_setup.set_up_process(config.mixed_precision, config.seed)
-  strategy = distribution.get_strategy(config)
-  tokenizer = preprocessing.build_tokenizer(config)
+  strategy = distribution.get_strategy(specs.runtime)
+  tokenizer = preprocessing.build_tokenizer(specs.vocabulary,
+                                            specs.network.vocab_size)
   init_checkpoint = resolve_init_checkpoint(config) if config.do_train else None
   if config.do_train and init_checkpoint is None:
     print("fine-tuning from random initialisation (init_checkpoint \"none\")",
           flush=True)
-  tasks = [task_builder.get_task(config, name, tokenizer)
+  tasks = [task_builder.get_task(specs.task, name, tokenizer)
            for name in config.task_names]
   # Every task's files are read and checked before the first model is built.
   splits = [_load_splits(config, task) for task in tasks]

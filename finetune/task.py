@@ -34,6 +34,12 @@ class Task(object):
     eval_splits: splits evaluated every epoch; the first one's primary metric
       selects the best checkpoint.
     test_splits: splits predicted by `write_test_outputs`.
+
+  Args:
+    settings: the run's configure_specs.FinetuningTaskSpec (data and model
+      directories, lengths, the encoder's sizes for the head, SQuAD's
+      settings), kept as `self.settings`.
+    tokenizer: the project's tokenizer of the model's vocabulary.
   """
 
   name = None
@@ -42,14 +48,14 @@ class Task(object):
   eval_splits = ("dev",)
   test_splits = ("test",)
 
-  def __init__(self, config, tokenizer):
-    self.config = config
+  def __init__(self, settings, tokenizer):
+    self.settings = settings
     self.tokenizer = tokenizer
     self._examples = {}
 
   @property
   def data_dir(self):
-    return os.path.join(self.config.data_dir, "finetuning_data", self.name)
+    return os.path.join(self.settings.data_dir, "finetuning_data", self.name)
 
   def split_path(self, split):
     return readers.find_split_file(self.name, self.data_dir, split,

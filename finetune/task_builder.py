@@ -38,16 +38,17 @@ def check_task_names(names, data_dir=None):
                                                       data_dir))
 
 
-def get_task(config, name, tokenizer):
-  """The task called `name`, built for `config`: a built-in task, or the one
-  described by `<config.data_dir>/finetuning_data/<name>/task.json`."""
-  check_task_names([name], config.data_dir)
+def get_task(settings, name, tokenizer):
+  """The task called `name`, built for `settings` (a
+  configure_specs.FinetuningTaskSpec): a built-in task, or the one
+  described by `<settings.data_dir>/finetuning_data/<name>/task.json`."""
+  check_task_names([name], settings.data_dir)
   if name in TASKS:
-    if task_spec.has_task_json(config.data_dir, name):
+    if task_spec.has_task_json(settings.data_dir, name):
       raise UserError("%s: %r is a built-in task, which reads its files "
                       "without a task.json; to describe your own task, put "
                       "its files and task.json in a directory with another "
-                      "name." % (task_spec.task_json_path(config.data_dir,
+                      "name." % (task_spec.task_json_path(settings.data_dir,
                                                              name), name))
-    return TASKS[name](config, tokenizer)
-  return custom_tasks.build_task(config, name, tokenizer)
+    return TASKS[name](settings, tokenizer)
+  return custom_tasks.build_task(settings, name, tokenizer)

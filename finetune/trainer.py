@@ -57,7 +57,9 @@ class Trainer(object):
   """One trial of one task.
 
   Args:
-    config: a `FinetuningConfig`.
+    specs: the run's configure_specs.FinetuningSpecs; read are its
+      `network` (the encoder), `training` (start, schedule, optimizer,
+      batches) and `runtime` (strategy, jit_compile).
     task: a `Task`.
     strategy: a `tf.distribute.Strategy` (from `util.distribution`).
     trial_dir: where this trial keeps its best checkpoint
@@ -66,8 +68,9 @@ class Trainer(object):
     log_prefix: start of every progress line, e.g. "sst trial 1/3".
   """
 
-  def __init__(self, config, task, strategy, trial_dir, seed, log_prefix):
-    self.config = config
+  def __init__(self, specs, task, strategy, trial_dir, seed, log_prefix):
+    self.training = specs.training
+    self.jit_compile = specs.runtime.jit_compile
     self.task = task
     self.strategy = strategy
     self.trial_dir = trial_dir
@@ -75,15 +78,16 @@ class Trainer(object):
     self.log_prefix = log_prefix
     replicas = strategy.num_replicas_in_sync
     for key in ("train_batch_size", "eval_batch_size"):
-      if getattr(config, key) % replicas:
+      if getattr(self.training, key) % replicas:
         raise UserError("hparam %r (%d) must be a multiple of the %d "
                         "replicas of strategy %r." % (
-                            key, getattr(config, key), replicas,
-                            config.strategy))
+                            key, getattr(self.training, key), replicas,
+                            specs.runtime.strategy))
     tf_keras.utils.set_random_seed(seed)
     with strategy.scope():
-      self.model = FinetuningModel(build_discriminator_encoder(config),
-                                   task.build_head(), name="finetuning")
+      self.model = FinetuningModel(
+          build_discriminator_encoder(specs.network), task.build_head(),
+          name="finetuning")
     self._checkpoint = tf.train.Checkpoint(model=self.model)
     self._encoder_inputs = None  # The first feature rows (`build`).
     self.start_geometry = None  # A pre-trained start's (`init_encoder`).
@@ -127,13 +131,13 @@ class Trainer(object):
       self.log("encoder from pre-trained checkpoint %s (all %d weight "
                "tensors restored)" % (prefix,
                                       len(self.model.encoder.weights)))
-    n = self.config.reinit_top_layers
+    n = self.training.reinit_top_layers
     if n:
       replaced = reinit.reinitialise_top_layers(
           self.model.encoder, n, self._encoder_inputs)
       self.log("re-initialised the top %d layer(s): %d weight tensors" % (
           n, replaced))
-    keep = self.config.shrink_to_fresh
+    keep = self.training.shrink_to_fresh
     if keep != 1.0:
       changed = reinit.shrink_to_fresh(self.model.encoder, keep,
                                        self._encoder_inputs)
@@ -156,20 +160,21 @@ class Trainer(object):
   # ---- training --------------------------------------------------------------
 
   def _make_optimizer(self, num_train_steps):
-    config = self.config
+    training = self.training
     multipliers = layerwise_decay.layerwise_lr_multipliers(
-        self.model.encoder, config.layerwise_lr_decay,
-        rule=config.layerwise_lr_decay_rule)
+        self.model.encoder, training.layerwise_lr_decay,
+        rule=training.layerwise_lr_decay_rule)
     with self.strategy.scope():
       optimizer = optimization.create_optimizer(
-          learning_rate=config.learning_rate, num_train_steps=num_train_steps,
-          num_warmup_steps=int(config.warmup_proportion * num_train_steps),
-          weight_decay_rate=config.weight_decay_rate,
-          epsilon=config.adam_epsilon, lr_multipliers=multipliers)
+          learning_rate=training.learning_rate,
+          num_train_steps=num_train_steps,
+          num_warmup_steps=int(training.warmup_proportion * num_train_steps),
+          weight_decay_rate=training.weight_decay_rate,
+          epsilon=training.adam_epsilon, lr_multipliers=multipliers)
       schedule = optimizer.learning_rate
-      if config.mixed_precision == "float16":
+      if training.loss_scale is not None:
         optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
-            optimizer, initial_scale=config.initial_loss_scale)
+            optimizer, initial_scale=training.loss_scale)
       optimization.create_slots(optimizer, self.model.trainable_variables)
     return optimizer, schedule
 
@@ -184,7 +189,7 @@ class Trainer(object):
 
     replica_step = train_step_lib.ReplicaTrainStep(
         loss_fn, lambda: model.trainable_variables, optimizer,
-        self.config.clip_norm, jit_compile=self.config.jit_compile)
+        self.training.clip_norm, jit_compile=self.jit_compile)
 
     def step_fn(features):
       loss, _, skipped = replica_step(features)
@@ -210,10 +215,11 @@ class Trainer(object):
     Returns (history [{step, epoch, loss, results}], best entry, losses
     [(step, mean loss since the previous line)]).
     """
-    config = self.config
+    training = self.training
     n = preprocessing.num_features(train_data.features)
-    batch = config.train_batch_size
-    num_steps, eval_steps = train_schedule(n, batch, config.num_train_epochs)
+    batch = training.train_batch_size
+    num_steps, eval_steps = train_schedule(n, batch,
+                                           training.num_train_epochs)
     if not eval_data:
       eval_steps = [num_steps]
     optimizer, schedule = self._make_optimizer(num_steps)
@@ -226,8 +232,8 @@ class Trainer(object):
                                          checkpoint_name="model")
     self.log("%d training features, %d steps of %d (%.4g epochs), warmup %d, "
              "evaluation/checkpoint at steps %s" % (
-                 n, num_steps, batch, config.num_train_epochs,
-                 int(config.warmup_proportion * num_steps),
+                 n, num_steps, batch, training.num_train_epochs,
+                 int(training.warmup_proportion * num_steps),
                  ", ".join(str(s) for s in eval_steps)))
     report = progress_lib.FinetuningProgress(self.log, n, batch, schedule)
     history, best = [], None
@@ -249,7 +255,8 @@ class Trainer(object):
         train=train, save=None, evaluate=evaluate, on_stop=self._on_stop,
         on_divergence=self._on_divergence)
     settings = loop_lib.LoopSettings(
-        num_steps, config.log_every, config.log_every, save=loop_lib.Steps(),
+        num_steps, training.log_every, training.log_every,
+        save=loop_lib.Steps(),
         evaluate=loop_lib.Steps(at=eval_steps))
     loop_lib.TrainingLoop(settings, calls, report).run(0)
     evaluate(num_steps)  # The loop leaves the last step's to its caller.
@@ -263,7 +270,7 @@ class Trainer(object):
   def _on_divergence(self, names, first, last):
     return ("%s: the training loss is not finite between steps %d and %d; "
             "lower hparam 'learning_rate' (now %g)." % (
-                self.log_prefix, first, last, self.config.learning_rate))
+                self.log_prefix, first, last, self.training.learning_rate))
 
   def _keep_if_best(self, entry, best, eval_data, manager):
     """Saves the checkpoint and best.json if `entry` beats `best`; logs the
@@ -316,7 +323,7 @@ class Trainer(object):
       self._predict_step = predict_step
     dataset = self.strategy.experimental_distribute_dataset(
         preprocessing.eval_dataset(split_data.features,
-                                   self.config.eval_batch_size))
+                                   self.training.eval_batch_size))
     collected = collections.defaultdict(list)
     for batch in dataset:
       for name, value in self._predict_step(batch).items():

@@ -26,6 +26,7 @@ import numpy as np
 import tf_keras
 
 import configure
+import configure_specs
 from interop import hf
 from interop import loader
 from interop import tf1
@@ -35,9 +36,13 @@ from util.cli import run_main
 # pylint: enable=g-import-not-at-top
 
 
-def _model(config, seed):
+def _model(specs, seed):
+  """The pre-trainer of `specs` (configure_specs.PretrainingSpecs: its
+  network, objective and masking), its variables drawn from `seed` and its
+  biases and LayerNorm parameters moved off their 0/1 starts."""
   tf_keras.utils.set_random_seed(seed)
-  model = builders.build_pretrainer_with_variables(config)
+  model = builders.build_pretrainer_with_variables(
+      specs.network, specs.objective, specs.masking)
   rng = np.random.default_rng(seed)
   for v in model.variables:
     if any(k in v.name for k in ("bias", "gamma", "beta")):
@@ -60,20 +65,22 @@ def _compare(source, target, skip=()):
 
 
 def check(size, work_dir, vocab_file, log=print):
-  config = configure.PretrainingConfig(
+  specs = configure_specs.pretraining_specs(configure.PretrainingConfig(
       "check", work_dir, model_size=size, vocab_file=vocab_file,
-      sampling="hp_loss", untied_mlm_output=True)
-  source = _model(config, seed=1)
+      sampling="hp_loss", untied_mlm_output=True))
+  source = _model(specs, seed=1)
   params = sum(v.shape.num_elements() for v in source.trainable_variables)
   failures = 0
   for fmt in ("hf", "tf1"):
     start = time.time()
     out = os.path.join(work_dir, size + "_" + fmt)
     if fmt == "hf":
-      hf.export_hf(source, config, out, log=lambda _: None)
+      hf.export_hf(source, specs.network, specs.vocabulary, out,
+                   log=lambda _: None)
     else:
-      tf1.export_tf1(source, config, out, log=lambda _: None)
-    target = _model(config, seed=2)
+      tf1.export_tf1(source, specs.network, specs.vocabulary, out,
+                     log=lambda _: None)
+    target = _model(specs, seed=2)
     loader.load_into(target, out, log=lambda _: None)
     skip = {v.ref() for v in source.generator.sampling_head.weights} if (
         fmt == "hf") else set()

@@ -98,17 +98,21 @@ def sizes_from_hf_config(config, path):
   return sizes
 
 
-def _write_tokenizer_files(output_dir, config, sp_tokenizer=None):
-  """The tokenizer files of a folder: ElectraTokenizer's (vocab.txt), or
-  with `sp_tokenizer` (a SentencePieceTokenizer) a fast tokenizer's."""
+def _write_tokenizer_files(output_dir, max_seq_length, vocabulary,
+                           sp_tokenizer=None):
+  """The tokenizer files of a folder: ElectraTokenizer's (vocab.txt of a
+  configure_specs.VocabularySpec), or with `sp_tokenizer` (a
+  SentencePieceTokenizer) a fast tokenizer's; `max_seq_length` is their
+  model_max_length."""
   write_json_atomic(posixpath.join(output_dir, "special_tokens_map.json"),
                     _SPECIAL)
-  settings = dict(_SPECIAL, model_max_length=config.max_seq_length)
+  settings = dict(_SPECIAL, model_max_length=max_seq_length)
   if sp_tokenizer is None:
-    safetensors_io.copy_atomic(config.vocab_file,
+    safetensors_io.copy_atomic(vocabulary.vocab_file,
                                posixpath.join(output_dir, "vocab.txt"))
     settings.update(tokenizer_class="ElectraTokenizer",
-                    do_lower_case=config.do_lower_case, strip_accents=None,
+                    do_lower_case=vocabulary.do_lower_case,
+                    strip_accents=None,
                     tokenize_chinese_chars=True)
   else:
     safetensors_io.copy_atomic(
@@ -122,46 +126,52 @@ def _write_tokenizer_files(output_dir, config, sp_tokenizer=None):
                     settings)
 
 
-def _tokenizer_source(config, sentencepiece_model):
-  """The checked SentencePieceTokenizer of `sentencepiece_model`, or None
-  for config.vocab_file (UserError if that is missing)."""
+def _tokenizer_source(network, vocabulary, sentencepiece_model):
+  """The checked SentencePieceTokenizer of `sentencepiece_model` (of the
+  NetworkSpec's vocab_size), or None for the VocabularySpec's vocab_file
+  (UserError if that is missing)."""
   if sentencepiece_model:
     return hf_sentencepiece.load_checked(sentencepiece_model,
-                                         config.vocab_size)
-  if not io_utils.is_file(config.vocab_file):
+                                         network.vocab_size)
+  if not io_utils.is_file(vocabulary.vocab_file):
     raise UserError("vocab file %s not found; set hparam vocab_file (or "
-                    "give the SentencePiece model)." % config.vocab_file)
+                    "give the SentencePiece model)." % vocabulary.vocab_file)
   return None
 
 
-def _write_folder(folder, tensors, hf_config_dict, config, sp_tokenizer):
+def _write_folder(folder, tensors, hf_config_dict, network, vocabulary,
+                  sp_tokenizer):
   """One HF folder: `tensors` as model.safetensors, config.json, the
-  tokenizer files."""
+  tokenizer files (of `vocabulary`, or `sp_tokenizer`; `network`'s
+  max_seq_length)."""
   io_utils.make_dirs(folder)
   safetensors_io.save(posixpath.join(folder, "model.safetensors"), tensors,
                       metadata={"format": "pt"})
   write_json_atomic(posixpath.join(folder, "config.json"), hf_config_dict)
-  _write_tokenizer_files(folder, config, sp_tokenizer)
+  _write_tokenizer_files(folder, network.max_seq_length, vocabulary,
+                         sp_tokenizer)
 
 
-def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
+def export_hf(model, network, vocabulary, output_dir, log=print,
+              sentencepiece_model=None):
   """Writes `model` (an `ElectraPretrainer`) as two HF folders.
 
   Args:
     model: a built `ElectraPretrainer` (variables exist).
-    config: its `configure.PretrainingConfig` (sizes, vocab_file,
-      do_lower_case, max_seq_length).
+    network: its configure_specs.NetworkSpec (sizes, max_seq_length).
+    vocabulary: its configure_specs.VocabularySpec (vocab_file,
+      do_lower_case).
     output_dir: gets `discriminator/` and `generator/`.
     sentencepiece_model: the SentencePiece model the model's data was
-      built with, instead of config.vocab_file.
+      built with, instead of vocabulary.vocab_file.
   Returns {role: folder path}. util/export_marker.py's marker is written
   last, in `output_dir`.
   Raises UserError for a relative position bias (HF ELECTRA has none), a
   missing vocabulary, or a SentencePiece model without the special pieces
   or of another size than the model's vocabulary.
   """
-  names.refuse_relative_position(config, "hf")
-  sp_tokenizer = _tokenizer_source(config, sentencepiece_model)
+  names.refuse_relative_position(network, "hf")
+  sp_tokenizer = _tokenizer_source(network, vocabulary, sentencepiece_model)
   entries = names.model_entries(model, with_sampling_head=False)
   tied = model.generator.mlm_head.output_embeddings is None
   folders = {}
@@ -171,9 +181,9 @@ def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
                  for e in entries if e.role == role}
       folder = posixpath.join(output_dir, role)
       _write_folder(folder, tensors, hf_config(
-          config.network_hparams(role), ARCHITECTURES[role],
-          tie_word_embeddings=tied or role == "discriminator"), config,
-                    sp_tokenizer)
+          network.network_hparams(role), ARCHITECTURES[role],
+          tie_word_embeddings=tied or role == "discriminator"), network,
+                    vocabulary, sp_tokenizer)
       log("exported %s: %d tensors -> %s" % (role, len(tensors), folder))
       folders[role] = folder
   sampling_head = getattr(model.generator, "sampling_head", None)
@@ -183,26 +193,28 @@ def export_hf(model, config, output_dir, log=print, sentencepiece_model=None):
   return folders
 
 
-def export_hf_encoder(encoder, config, output_dir, sentencepiece_model=None):
+def export_hf_encoder(encoder, network, vocabulary, output_dir,
+                      sentencepiece_model=None):
   """Writes a fine-tuned model's encoder as one HF `ElectraModel` folder
   (`AutoModel.from_pretrained` loads it), with its tokenizer files and
   util/export_marker.py's marker.
 
   Args:
     encoder: the built `ElectraEncoder` of a `FinetuningModel`.
-    config: its `FinetuningConfig`.
+    network, vocabulary: its NetworkSpec and VocabularySpec (of the
+      `FinetuningConfig`), as in `export_hf`.
     output_dir: the folder to write.
     sentencepiece_model: as in `export_hf`.
   Returns the number of tensors written.
   """
-  names.refuse_relative_position(config, "hf")
-  sp_tokenizer = _tokenizer_source(config, sentencepiece_model)
+  names.refuse_relative_position(network, "hf")
+  sp_tokenizer = _tokenizer_source(network, vocabulary, sentencepiece_model)
   tensors = {e.hf: names.hf_layout(e, e.variable.numpy())
              for e in names.model_entries(encoder)}
   with export_marker.writing(output_dir, "hf_encoder"):
-    _write_folder(output_dir, tensors, hf_config(config.network_hparams(),
+    _write_folder(output_dir, tensors, hf_config(network.network_hparams(),
                                                  "ElectraModel"),
-                  config, sp_tokenizer)
+                  network, vocabulary, sp_tokenizer)
   return len(tensors)
 
 
@@ -251,14 +263,14 @@ def read_hf_folder(path):
   """
   config_path = posixpath.join(path, "config.json")
   try:
-    config = io_utils.read_json(config_path)
+    hf_config_json = io_utils.read_json(config_path)
   except ValueError as e:
     raise UserError("%s is not valid JSON: %s" % (config_path, e))
-  model_type = config.get("model_type")
+  model_type = hf_config_json.get("model_type")
   if model_type not in ("electra", "bert"):
     raise UserError("%s: model_type %r; only \"electra\" and \"bert\" "
                     "folders load." % (config_path, model_type))
-  architecture = (config.get("architectures") or [""])[0]
+  architecture = (hf_config_json.get("architectures") or [""])[0]
   raw = safetensors_io.load(posixpath.join(path, "model.safetensors"))
   body, head, ignored = {}, {}, []
   for key, value in raw.items():
@@ -271,7 +283,7 @@ def read_hf_folder(path):
       body[name] = value
     else:
       ignored.append(key)
-  sizes = sizes_from_hf_config(config, config_path)
+  sizes = sizes_from_hf_config(hf_config_json, config_path)
   if architecture == "ElectraForMaskedLM":
     tensors = {"generator": dict(body, **head)}
     role_sizes = {"generator": sizes}

@@ -240,10 +240,15 @@ def from_hf_layout(entry, array):
   return from_tf1_layout(entry, array)
 
 
-def refuse_relative_position(config, fmt):
+def refuse_relative_position(network, fmt):
   """UserError for a model with a relative position bias (neither Google's
-  nor HF's ELECTRA has one), before anything is written."""
-  if config.relative_position:
+  nor HF's ELECTRA has one), before anything is written.
+
+  Args:
+    network: the model's configure_specs.NetworkSpec.
+    fmt: the export format, "hf" or "tf1".
+  """
+  if network.relative_position:
     raise UserError("this model uses a relative position bias "
                     "(relative_position true), which %s ELECTRA does not "
                     "have; it cannot be exported to %s." % (

@@ -148,32 +148,36 @@ def _bert_config(m):
       "max_position_embeddings", "type_vocab_size", "initializer_range")}
 
 
-def export_tf1(model, config, output_dir, step=0, log=print):
+def export_tf1(model, network, vocabulary, output_dir, step=0, log=print):
   """Writes `model` as a TF1 checkpoint `output_dir/model.ckpt-<step>`.
 
   Args:
     model: a built `ElectraPretrainer`.
-    config: its `PretrainingConfig` (sizes for the config files).
+    network: its configure_specs.NetworkSpec (sizes for the config files).
+    vocabulary: its configure_specs.VocabularySpec (the vocabulary file
+      copied beside them).
     step: the value of `global_step`.
   Also writes `bert_config.json` (the discriminator, Google's format),
   `generator_config.json` and the vocabulary (`vocab.txt`, or
   `sentencepiece.model`), and util/export_marker.py's marker last.
   Returns the checkpoint prefix.
   """
-  names.refuse_relative_position(config, "tf1")
+  names.refuse_relative_position(network, "tf1")
   values = {}
   for entry in names.model_entries(model):
     values.setdefault(entry.tf1, names.tf1_layout(
         entry, entry.variable.numpy()))
   with export_marker.writing(output_dir, "tf1"):
-    path = _write_tf1(values, config, output_dir, step)
+    path = _write_tf1(values, network, vocabulary.vocab_file, output_dir,
+                      step)
   log("exported %d tensors -> %s" % (len(values), path))
   return path
 
 
-def _write_tf1(values, config, output_dir, step):
+def _write_tf1(values, network, vocab_file, output_dir, step):
   """export_tf1's files: {TF1 name: array} `values` as the checkpoint
-  `output_dir/model.ckpt-<step>`, the config files, the vocabulary."""
+  `output_dir/model.ckpt-<step>`, the config files (of the NetworkSpec),
+  the vocabulary (`vocab_file`, when it exists)."""
   path = posixpath.join(output_dir, "model.ckpt-%d" % int(step))
   # The name-based V2 checkpoint a TF1 Saver writes, written directly: no
   # graph holding every tensor as a constant (and no .meta file), so
@@ -190,12 +194,12 @@ def _write_tf1(values, config, output_dir, step):
                     "all_model_checkpoint_paths: \"%s\"\n" % (
                         (posixpath.basename(path),) * 2))
   write_json_atomic(posixpath.join(output_dir, "bert_config.json"),
-                    _bert_config(config.network_hparams("discriminator")))
+                    _bert_config(network.network_hparams("discriminator")))
   write_json_atomic(posixpath.join(output_dir, "generator_config.json"),
-                    _bert_config(config.network_hparams("generator")))
-  if io_utils.is_file(config.vocab_file):  # vocab.txt or sentencepiece.model
-    copy_atomic(config.vocab_file, posixpath.join(
+                    _bert_config(network.network_hparams("generator")))
+  if io_utils.is_file(vocab_file):  # vocab.txt or sentencepiece.model
+    copy_atomic(vocab_file, posixpath.join(
         output_dir, vocab_layout.SENTENCEPIECE_FILE if
-        vocab_layout.is_sentencepiece(config.vocab_file) else
+        vocab_layout.is_sentencepiece(vocab_file) else
         vocab_layout.WORDPIECE_FILE))
   return path

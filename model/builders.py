@@ -1,10 +1,12 @@
-"""Builds the networks and models of a config: the one place that reads it.
+"""Builds the networks and models from the specs of a config.
 
-`build_pretrainer(config)` assembles the pre-trainer from its parts:
-embeddings (model/layers/), the discriminator's and the generator's encoders
-(model/networks/), the generator, the discriminator and the sampler
-(model/models/, model/samplers.py). Fine-tuning builds the discriminator's
-encoder alone (`build_discriminator_encoder`).
+`build_pretrainer(network, objective)` assembles the pre-trainer from its
+parts: embeddings (model/layers/), the discriminator's and the generator's
+encoders (model/networks/), the generator, the discriminator and the
+sampler (model/models/, model/samplers.py). Fine-tuning builds the
+discriminator's encoder alone (`build_discriminator_encoder`). The specs
+are configure_specs.py's: `network` a NetworkSpec (sizes), `objective` an
+ObjectiveSpec (losses, sampler, temperature), `masking` a MaskingSpec.
 """
 
 import tensorflow as tf
@@ -18,23 +20,24 @@ from model.models.pretrainer import ElectraPretrainer
 from model.networks.encoder import ElectraEncoder
 
 
-def build_embeddings(config, name="embeddings"):
-  """The `ElectraEmbeddings` of a `PretrainingConfig` or `FinetuningConfig`."""
-  m = config.model_hparams
+def build_embeddings(network, name="embeddings"):
+  """The `ElectraEmbeddings` of a NetworkSpec (D's position and type
+  tables, the shared vocabulary and embedding sizes)."""
+  m = network.discriminator
   return ElectraEmbeddings(
-      vocab_size=config.vocab_size, embedding_size=config.embedding_size,
+      vocab_size=network.vocab_size, embedding_size=network.embedding_size,
       max_position_embeddings=m["max_position_embeddings"],
       type_vocab_size=m["type_vocab_size"],
       dropout_rate=m["hidden_dropout_prob"],
       initializer_range=m["initializer_range"], name=name)
 
 
-def build_encoder(config, transformer_hparams, embeddings, name="encoder"):
+def build_encoder(network, transformer_hparams, embeddings, name="encoder"):
   """An `ElectraEncoder` of `transformer_hparams`' sizes over `embeddings`.
 
-  `transformer_hparams` is `config.model_hparams` (D) or
-  `config.generator_hparams` (G); the relative position settings are the
-  config's, shared by both.
+  `transformer_hparams` is `network.discriminator` (D) or
+  `network.generator` (G); the relative position settings are the
+  NetworkSpec's, shared by both.
   """
   m = transformer_hparams
   return ElectraEncoder(
@@ -45,66 +48,66 @@ def build_encoder(config, transformer_hparams, embeddings, name="encoder"):
       hidden_dropout_prob=m["hidden_dropout_prob"],
       attention_probs_dropout_prob=m["attention_probs_dropout_prob"],
       initializer_range=m["initializer_range"],
-      relative_position=config.relative_position,
-      relative_num_buckets=config.relative_num_buckets,
-      relative_max_distance=config.relative_max_distance, name=name)
+      relative_position=network.relative_position,
+      relative_num_buckets=network.relative_num_buckets,
+      relative_max_distance=network.relative_max_distance, name=name)
 
 
-def build_discriminator_encoder(config, name="encoder"):
-  """The discriminator's encoder, with its own embeddings (fine-tuning)."""
-  return build_encoder(config, config.model_hparams, build_embeddings(config),
-                       name=name)
+def build_discriminator_encoder(network, name="encoder"):
+  """The discriminator's encoder of a NetworkSpec, with its own embeddings
+  (fine-tuning)."""
+  return build_encoder(network, network.discriminator,
+                       build_embeddings(network), name=name)
 
 
-def build_pretrainer(config):
-  """The `ElectraPretrainer` of a `configure.PretrainingConfig`.
+def build_pretrainer(network, objective):
+  """The `ElectraPretrainer` of a NetworkSpec and an ObjectiveSpec.
 
   G shares D's embeddings (ELECTRA) unless `untied_generator_embeddings`,
   and is D's own transformer when `untied_generator` is false. The sampler
-  is `config.sampling`'s, with its hyperparameters; a learning sampler gets
-  the generator with a sampling head.
+  is `objective.sampling`'s, with its hyperparameters; a learning sampler
+  gets the generator with a sampling head.
   """
-  disc_hparams = config.model_hparams
-  embeddings = build_embeddings(config)
-  disc_encoder = build_encoder(config, disc_hparams, embeddings,
+  disc_hparams = network.discriminator
+  embeddings = build_embeddings(network)
+  disc_encoder = build_encoder(network, disc_hparams, embeddings,
                                name="discriminator_encoder")
   discriminator = Discriminator(
       disc_encoder, disc_hparams["hidden_size"], disc_hparams["hidden_act"],
       disc_hparams["initializer_range"], name="discriminator")
-  gen_hparams = config.generator_hparams
-  if not config.untied_generator:
+  gen_hparams = network.generator
+  if not network.untied_generator:
     gen_encoder = disc_encoder
   else:
-    if config.untied_generator_embeddings:
-      embeddings = build_embeddings(config, name="generator_embeddings")
-    gen_encoder = build_encoder(config, gen_hparams, embeddings,
+    if network.untied_generator_embeddings:
+      embeddings = build_embeddings(network, name="generator_embeddings")
+    gen_encoder = build_encoder(network, gen_hparams, embeddings,
                                 name="generator_encoder")
-  sampler = samplers.from_config(config.sampling, config)
+  sampler = samplers.from_objective(objective.sampling, objective)
   generator_cls = (HardnessPredictionGenerator if samplers.learns(sampler)
                    else MaskedLMGenerator)
   generator = generator_cls(
-      gen_encoder, config.embedding_size, config.vocab_size,
+      gen_encoder, network.embedding_size, network.vocab_size,
       gen_hparams["hidden_act"], gen_hparams["initializer_range"],
-      tie_output_embeddings=not config.untied_mlm_output, name="generator")
-  if config.generator_checkpoint:
+      tie_output_embeddings=not network.untied_mlm_output, name="generator")
+  if objective.fixed_generator:
     # A fixed generator (Fast-ELECTRA): its transformer, embeddings and MLM
     # head keep the weights loaded from generator_checkpoint.
     for part in fixed_generator_parts(generator).values():
       part.trainable = False
   return ElectraPretrainer(
-      generator, discriminator, sampler, temperature=config.temperature,
-      temperature_final=config.temperature_final,
-      temperature_decay_steps=(config.temperature_decay_steps or
-                               config.num_train_steps),
-      temperature_schedule=config.temperature_schedule,
-      focal_gamma=config.focal_gamma,
-      electra_objective=config.electra_objective,
-      disallow_correct=config.disallow_correct,
-      sampling_warmup_steps=config.sampling_warmup_steps,
-      disc_importance_weighting=config.disc_importance_weighting,
-      disc_importance_weight_clip=config.disc_importance_weight_clip,
-      gen_weight=config.gen_weight, disc_weight=config.disc_weight,
-      sampling_weight=config.sampling_weight)
+      generator, discriminator, sampler, temperature=objective.temperature,
+      temperature_final=objective.temperature_final,
+      temperature_decay_steps=objective.temperature_decay_steps,
+      temperature_schedule=objective.temperature_schedule,
+      focal_gamma=objective.focal_gamma,
+      electra_objective=objective.electra_objective,
+      disallow_correct=objective.disallow_correct,
+      sampling_warmup_steps=objective.sampling_warmup_steps,
+      disc_importance_weighting=objective.disc_importance_weighting,
+      disc_importance_weight_clip=objective.disc_importance_weight_clip,
+      gen_weight=objective.gen_weight, disc_weight=objective.disc_weight,
+      sampling_weight=objective.sampling_weight)
 
 
 def fixed_generator_parts(generator):
@@ -145,9 +148,11 @@ def encoder_variable_names(model):
   return [v.name for v in model.discriminator.encoder.trainable_variables]
 
 
-def dummy_features(config, batch_size=1):
-  """A batch of the pipeline's structure, to create the model's variables."""
-  seq, preds = config.max_seq_length, config.max_predictions_per_seq
+def dummy_features(masking, batch_size=1):
+  """A batch of the pipeline's structure, to create the model's variables:
+  `batch_size` examples of a MaskingSpec's `max_seq_length` tokens and
+  `max_predictions_per_seq` masked positions."""
+  seq, preds = masking.max_seq_length, masking.max_predictions_per_seq
   ids = tf.ones([batch_size, seq], tf.int32)
   positions = tf.tile(tf.range(1, preds + 1)[tf.newaxis], [batch_size, 1])
   return dict(input_ids=ids, input_mask=ids, segment_ids=ids * 0,
@@ -157,9 +162,10 @@ def dummy_features(config, batch_size=1):
               sample_seed=tf.zeros([batch_size, 2], tf.int32))
 
 
-def build_pretrainer_with_variables(config):
-  """`build_pretrainer(config)` called once on `dummy_features`, so that its
-  variables exist (to restore, load or export weights)."""
-  model = build_pretrainer(config)
-  model(dummy_features(config), training=False)
+def build_pretrainer_with_variables(network, objective, masking):
+  """`build_pretrainer(network, objective)` called once on
+  `dummy_features(masking)`, so that its variables exist (to restore, load
+  or export weights)."""
+  model = build_pretrainer(network, objective)
+  model(dummy_features(masking), training=False)
   return model

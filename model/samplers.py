@@ -142,7 +142,9 @@ class Sampler(object):
   scores_backward_over_vocab = False
 
   @classmethod
-  def from_config(cls, unused_config):
+  def from_objective(cls, unused_objective):
+    """The sampler with the hyperparameters of `objective` (a
+    configure_specs.ObjectiveSpec); this one has none."""
     return cls()
 
   def log_probs(self, log_pg, scores, original_ids):
@@ -230,8 +232,8 @@ class HPLossSampler(Sampler):
     self.min_estimate = min_estimate
 
   @classmethod
-  def from_config(cls, config):
-    return cls(config.hp_loss_min_estimate)
+  def from_objective(cls, objective):
+    return cls(objective.hp_loss_min_estimate)
 
   def estimated_disc_loss(self, scores, original_ids):
     """L^_D(v) for every candidate v, [batch, P, vocab] float32."""
@@ -278,8 +280,8 @@ class HPDistSampler(Sampler):
     self.weight_clip = weight_clip
 
   @classmethod
-  def from_config(cls, config):
-    return cls(config.hp_dist_weight_clip)
+  def from_objective(cls, objective):
+    return cls(objective.hp_dist_weight_clip)
 
   def log_probs(self, log_pg, scores, original_ids):
     # u_t itself: log p_S up to logsumexp(u_t), which `drawn_terms` takes.
@@ -376,6 +378,8 @@ def learns(sampler):
   return sampler.learns
 
 
-def from_config(name, config):
-  """The sampler `name` with its hyperparameters from `config`."""
-  return sampler_class(name).from_config(config)
+def from_objective(name, objective):
+  """The sampler `name` with its hyperparameters from `objective` (a
+  configure_specs.ObjectiveSpec: hp_loss_min_estimate,
+  hp_dist_weight_clip)."""
+  return sampler_class(name).from_objective(objective)

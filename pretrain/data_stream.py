@@ -16,16 +16,19 @@ import json
 KEYS = ("train_batch_size", "max_seq_length", "max_predictions_per_seq",
         "mask_prob", "seed", "shuffle_buffer", "pretrain_tfrecords",
         "train_shards")
+# The KEYS of the MaskingSpec; the others are the DataSpec's.
+MASKING_KEYS = ("max_seq_length", "max_predictions_per_seq", "mask_prob")
 # Checkpoint keys of the step, the examples consumed and the KEYS' values.
 STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 EXAMPLES_KEY = "examples_seen/.ATTRIBUTES/VARIABLE_VALUE"
 STREAM_KEY = "data_stream/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-def settings(config):
-  """The KEYS of `config` as canonical JSON."""
-  config_dict = config.to_dict()
-  values = {k: config_dict.get(k) for k in KEYS}
+def settings(data, masking):
+  """The KEYS' values as canonical JSON, from a configure_specs.DataSpec
+  and MaskingSpec (train_shards: its fingerprint)."""
+  values = {k: getattr(masking if k in MASKING_KEYS else data, k)
+            for k in KEYS}
   values["train_shards"] = (values["train_shards"] or {}).get("fingerprint")
   return json.dumps(values, sort_keys=True)
 

@@ -131,22 +131,33 @@ def split_pg_estimator(batch):
   return batch, pg_batch
 
 
-def evaluate(config, model, strategy, step, log=print, eval_step=None):
+def evaluate(specs, model, strategy, step, log=print, eval_step=None):
   """Evaluates `model`; writes and returns the results dict.
 
-  Pass the `eval_step` of `make_eval_step` when evaluating repeatedly (as
-  `eval_every` does), so that the step is traced once, not on every call.
+  Args:
+    specs: the run's configure_specs.PretrainingSpecs; read are its `run`
+      (model_name, model_dir, num_eval_steps), `data` and `masking` (the
+      held-out shards: pretrain_data.get_input_fn) and `objective`
+      (sampling, focal_gamma).
+    model, strategy: the ElectraPretrainer and its tf.distribute strategy.
+    step: the step trained, which the results are written under.
+    log: where the results line goes.
+    eval_step: the step of `make_eval_step`; pass it when evaluating
+      repeatedly (as `eval_every` does), so that the step is traced once,
+      not on every call.
   """
-  input_fn = pretrain_data.get_input_fn(config, is_training=False)
+  run, objective = specs.run, specs.objective
+  input_fn = pretrain_data.get_input_fn(specs.data, specs.masking,
+                                        is_training=False)
   iterator = iter(strategy.distribute_datasets_from_function(input_fn))
   if eval_step is None:
-    eval_step = make_eval_step(model, strategy, bool(config.focal_gamma))
+    eval_step = make_eval_step(model, strategy, bool(objective.focal_gamma))
   accumulator = eval_metrics.PretrainEvalAccumulator()
   under_pg = eval_metrics.PretrainEvalAccumulator()
   under_t1 = eval_metrics.PretrainEvalAccumulator()
   step_tensor = tf.constant(step, tf.int64)
   with input_fn.data_errors():
-    for _ in range(config.num_eval_steps):
+    for _ in range(run.num_eval_steps):
       outputs = eval_step(iterator, step_tensor)
       # The global batch, from the replicas of all workers.
       batch = {k: strategy.gather(v, axis=0).numpy()
@@ -165,18 +176,26 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
     results["estimator_pearson_pG"] = pg["estimator_pearson"]
   results.update(t1_metrics(results, under_t1.result()))
   results["temperature"] = model.temperature_at.value_at(step)
-  results.update(model_name=config.model_name, sampling=config.sampling,
-                 focal_gamma=config.focal_gamma,
-                 eval_tfrecords=config.eval_tfrecords,
-                 num_eval_steps=config.num_eval_steps)
-  if not strategy.extended.should_checkpoint:
-    return results  # Only the chief of a multi-worker cluster writes.
-  results_dir = os.path.join(config.model_dir, "results")
+  results.update(model_name=run.model_name, sampling=objective.sampling,
+                 focal_gamma=objective.focal_gamma,
+                 eval_tfrecords=specs.data.eval_tfrecords,
+                 num_eval_steps=run.num_eval_steps)
+  if strategy.extended.should_checkpoint:
+    # Only the chief of a multi-worker cluster writes.
+    _write_results(results, run, step, log)
+  return results
+
+
+def _write_results(results, run, step, log):
+  """Writes an evaluation's `results` at `step` under the RunSpec's model
+  directory (results files, history, TensorBoard scalars, the histogram
+  plot) and logs them."""
+  results_dir = os.path.join(run.model_dir, "results")
   paths = eval_report.write_results(results, results_dir, step=step)
   eval_report.append_history(results, results_dir, step)
-  _write_scalars(results, config.model_dir, step)
+  _write_scalars(results, run.model_dir, step)
   plot = eval_report.plot_max_prob_histogram(
-      {config.model_name: results["gen_max_prob_histogram"]},
+      {run.model_name: results["gen_max_prob_histogram"]},
       os.path.join(results_dir, "gen_max_prob_histogram.png"),
       title="Generator max-probability at masked positions (step %d)" % step)
   log("Eval at step %d: %s" % (step, ", ".join(
@@ -187,7 +206,6 @@ def evaluate(config, model, strategy, step, log=print, eval_step=None):
   if warning:
     log(warning)
   log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))
-  return results
 
 
 def _write_scalars(results, model_dir, step):

@@ -40,14 +40,23 @@ def _vocab_head(h, emb, vocab, positions, projection_backward=True):
   return transform + positions * 2 * emb * vocab + 3 * positions * 2 * emb
 
 
-def pretraining_step_flops(config):
-  """Training FLOPs for one global batch of `config` (a PretrainingConfig)."""
-  d = config.network_hparams("discriminator")
-  g = config.network_hparams("generator")
-  seq, preds = config.max_seq_length, config.max_predictions_per_seq
+def pretraining_step_flops(network, objective, masking, batch_size):
+  """Training FLOPs for one global batch.
+
+  Args:
+    network: a configure_specs.NetworkSpec (both networks' sizes).
+    objective: a configure_specs.ObjectiveSpec (`electra_objective`,
+      `sampling`: the parts that run).
+    masking: a configure_specs.MaskingSpec (tokens and masked positions of
+      an example).
+    batch_size: the examples of the global batch (`train_batch_size`).
+  """
+  d = network.network_hparams("discriminator")
+  g = network.network_hparams("generator")
+  seq, preds = masking.max_seq_length, masking.max_predictions_per_seq
   emb = d["embedding_size"]
   forward = 0
-  if config.electra_objective:  # A plain MLM runs no discriminator.
+  if objective.electra_objective:  # A plain MLM runs no discriminator.
     forward += _encoder_forward(d["hidden_size"], seq, d["num_hidden_layers"],
                                 d["intermediate_size"], emb)
     forward += seq * (2 * d["hidden_size"] * d["hidden_size"] +
@@ -57,7 +66,7 @@ def pretraining_step_flops(config):
   head = functools.partial(_vocab_head, g["hidden_size"],
                            g["embedding_size"], g["vocab_size"], preds)
   training = 3 * forward + head()  # the MLM head
-  sampler = samplers.sampler_class(config.sampling)
+  sampler = samplers.sampler_class(objective.sampling)
   if sampler.learns:
     training += head(projection_backward=sampler.scores_backward_over_vocab)
-  return training * config.train_batch_size
+  return training * batch_size

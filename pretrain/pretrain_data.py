@@ -293,15 +293,19 @@ class InputFn(object):
       raise culprit from e
 
 
-def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
+def get_input_fn(data, masking, is_training, file_pattern=None,
+                 num_epochs=None):
   """Checks the data and returns an `InputFn` for pre-training or evaluation.
 
   Args:
-    config: a configure.PretrainingConfig.
-    is_training: read config.pretrain_tfrecords, shuffled, with
-      train_batch_size; else config.eval_tfrecords in order with
+    data: a configure_specs.DataSpec (the vocabulary, shard globs, batches,
+      shuffle buffer and seed).
+    masking: a configure_specs.MaskingSpec (the examples' length and
+      masked positions).
+    is_training: read data.pretrain_tfrecords, shuffled, with
+      train_batch_size; else data.eval_tfrecords in order with
       eval_batch_size.
-    file_pattern: a glob overriding the config's.
+    file_pattern: a glob overriding the spec's.
     num_epochs: passes over the data; None (the default) repeats forever.
 
   Raises:
@@ -309,29 +313,30 @@ def get_input_fn(config, is_training, file_pattern=None, num_epochs=None):
       the shards differ from their manifest.json, or a shard is corrupt or
       has the wrong sequence length.
   """
-  special = read_special_ids(config.vocab_file)
+  special = read_special_ids(data.vocab_file)
   hparam = "pretrain_tfrecords" if is_training else "eval_tfrecords"
-  pattern = file_pattern or getattr(config, hparam)
+  pattern = file_pattern or getattr(data, hparam)
   files = shards.find_shards(pattern, hparam)
   shards.check_manifest(files, pattern, hparam)
-  shards.check_vocabulary(files, config.vocab_file, hparam)
+  shards.check_vocabulary(files, data.vocab_file, hparam)
   # Recorded in config.json; a resume compares (model/saved_config.py).
   shard_set = (shard_identity.shard_set(files)
                if is_training and file_pattern is None else None)
-  files, file_ids = shards.check_shards(files, config.max_seq_length, hparam)
+  files, file_ids = shards.check_shards(files, masking.max_seq_length,
+                                        hparam)
   batch_name = "train_batch_size" if is_training else "eval_batch_size"
   kwargs = dict(
-      max_seq_length=config.max_seq_length,
-      max_predictions_per_seq=config.max_predictions_per_seq,
-      mask_prob=config.mask_prob, mask_id=special["[MASK]"],
+      max_seq_length=masking.max_seq_length,
+      max_predictions_per_seq=masking.max_predictions_per_seq,
+      mask_prob=masking.mask_prob, mask_id=special["[MASK]"],
       special_ids=[special[t] for t in ("[PAD]", "[CLS]", "[SEP]")],
-      seed=config.seed, is_training=is_training,
-      shuffle_buffer=config.shuffle_buffer, num_epochs=num_epochs)
-  return InputFn(files, file_ids, getattr(config, batch_name), batch_name,
+      seed=data.seed, is_training=is_training,
+      shuffle_buffer=data.shuffle_buffer, num_epochs=num_epochs)
+  return InputFn(files, file_ids, getattr(data, batch_name), batch_name,
                  kwargs, shard_set=shard_set)
 
 
-def check_inputs(config):
+def check_inputs(data, masking, do_train, do_eval):
   """Checks the vocabulary and the shards a run will read, before any step.
 
   Reads the vocabulary's special tokens and the first record of every
@@ -339,6 +344,10 @@ def check_inputs(config):
   missing, empty or mis-sized data set stops the run within seconds instead
   of after training.
 
+  Args:
+    data, masking: the DataSpec and MaskingSpec of `get_input_fn`.
+    do_train, do_eval: whether the run trains and evaluates (hparams
+      do_train, do_eval).
   Returns:
     the identity of the training shards (util/shard_identity.py), None
     without do_train: the run's config is built with it (config.json
@@ -347,8 +356,8 @@ def check_inputs(config):
     UserError: naming the file (or glob and hparam) and the fix.
   """
   shard_set = None
-  if config.do_train:
-    shard_set = get_input_fn(config, is_training=True).shard_set
-  if config.do_eval:
-    get_input_fn(config, is_training=False)
+  if do_train:
+    shard_set = get_input_fn(data, masking, is_training=True).shard_set
+  if do_eval:
+    get_input_fn(data, masking, is_training=False)
   return shard_set

@@ -22,10 +22,14 @@ from util.errors import UserError
 
 
 class PretrainingTask(object):
-  """The model, optimizer and global step of a config, and its train loop.
+  """The model, optimizer and global step of a run, and its train loop.
 
-  Args:
-    config: a configure.PretrainingConfig (the builders read it).
+  Args (the specs of configure_specs.py):
+    network, objective, masking: the NetworkSpec, ObjectiveSpec and
+      MaskingSpec the model is built from (model/builders.py).
+    optimization: the OptimizationSpec of the optimizer, the global batch
+      and its micro-batches.
+    runtime: the RuntimeSpec (`jit_compile` compiles the train step).
     strategy: the tf.distribute strategy whose scope holds the variables.
 
   Attributes:
@@ -33,15 +37,18 @@ class PretrainingTask(object):
     num_replicas.
   """
 
-  def __init__(self, config, strategy):
-    self.config = config
+  def __init__(self, network, objective, masking, optimization, runtime,
+               strategy):
+    self.optimization = optimization
+    self.jit_compile = runtime.jit_compile
     self.strategy = strategy
     self.num_replicas = strategy.num_replicas_in_sync
-    _check_batch_splits(config.train_batch_size, self.num_replicas,
-                        config.gradient_accumulation_steps)
+    _check_batch_splits(optimization.train_batch_size, self.num_replicas,
+                        optimization.gradient_accumulation_steps)
     with strategy.scope():
-      self.model = builders.build_pretrainer_with_variables(config)
-      self.optimizer = _optimizer(config, self.model)
+      self.model = builders.build_pretrainer_with_variables(
+          network, objective, masking)
+      self.optimizer = _optimizer(optimization, self.model)
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -53,13 +60,13 @@ class PretrainingTask(object):
     by the replicas so that their sum over replicas is the value."""
     if self._train_step is None:
       learns_sampler = self.model.learns_sampler
-      config = self.config
+      optimization = self.optimization
       self._train_step = train_step_lib.pretraining_train_step(
           self.model, self.optimizer, self.global_step,
           lambda out, features: step_statistics.step_statistics(
               out, features, learns_sampler),
-          clip_norm=config.clip_norm, jit_compile=config.jit_compile,
-          accumulation_steps=config.gradient_accumulation_steps)
+          clip_norm=optimization.clip_norm, jit_compile=self.jit_compile,
+          accumulation_steps=optimization.gradient_accumulation_steps)
     stats, norm, skipped = self._train_step(features)
     self.global_step.assign_add(1)
     stats = dict(stats)
@@ -117,19 +124,19 @@ def _check_batch_splits(batch_size, num_replicas, accumulation_steps):
             batch_size, num_replicas, accumulation_steps, slices))
 
 
-def _optimizer(config, model):
-  """The optimizer of `config` for `model` (loss-scaled under float16),
-  its slots made."""
+def _optimizer(spec, model):
+  """The optimizer of an OptimizationSpec for `model` (loss-scaled when
+  the spec has a `loss_scale`: float16), its slots made."""
   optimizer = optimization.create_optimizer(
-      config.learning_rate, config.num_train_steps,
-      config.num_warmup_steps, config.weight_decay_rate,
-      config.adam_epsilon, config.lr_decay_power,
+      spec.learning_rate, spec.num_train_steps,
+      spec.num_warmup_steps, spec.weight_decay_rate,
+      spec.adam_epsilon, spec.lr_decay_power,
       lr_multipliers=builders.generator_lr_multipliers(
-          model, config.generator_lr_multiplier),
+          model, spec.generator_lr_multiplier),
       frozen=builders.encoder_variable_names(model),
-      frozen_steps=config.encoder_frozen_steps)
-  if config.mixed_precision == "float16":
+      frozen_steps=spec.encoder_frozen_steps)
+  if spec.loss_scale is not None:
     optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
-        optimizer, initial_scale=config.initial_loss_scale)
+        optimizer, initial_scale=spec.loss_scale)
   optimization.create_slots(optimizer, model.trainable_variables)
   return optimizer

@@ -25,41 +25,48 @@ from util import process_setup
 
 
 class PretrainingTrainer(object):
-  """Builds the strategy, the task and the checkpoints of a config.
+  """Builds the strategy, the task and the checkpoints of a run.
 
   Args:
-    config: a configure.PretrainingConfig.
+    specs: the run's configure_specs.PretrainingSpecs
+      (`configure_specs.pretraining_specs(config)`); each part gets the
+      specs it reads.
     log: where progress lines go.
     strategy: the tf.distribute strategy, if already made (it must be made
-      before any TensorFlow op runs); else made from the config.
+      before any TensorFlow op runs); else made from `specs.runtime`.
 
-  The process must be set up for the config first:
+  The process must be set up for the run first:
   `util.process_setup.set_up_process(config.mixed_precision, config.seed,
   checkpointed_dropout=True)`, as run_pretraining.py does.
   """
 
-  def __init__(self, config, log=print, strategy=None):
-    self.config = config
+  def __init__(self, specs, log=print, strategy=None):
+    self.specs = specs
     self.log = log
+    run = specs.run
     # Dropout must draw from tf.random.Generator state (checkpointed: see
     # `checkpoints_lib.dropout_rng_checkpoint`); the entry script set that up.
-    process_setup.check_set_up(config.mixed_precision,
+    process_setup.check_set_up(specs.runtime.mixed_precision,
                                checkpointed_dropout=True)
-    self.strategy = strategy or distribution.get_strategy(config)
-    self.task = task_lib.PretrainingTask(config, self.strategy)
+    self.strategy = strategy or distribution.get_strategy(specs.runtime)
+    self.task = task_lib.PretrainingTask(
+        specs.network, specs.objective, specs.masking, specs.optimization,
+        specs.runtime, self.strategy)
     self.num_replicas = self.task.num_replicas
     self.model, self.optimizer = self.task.model, self.task.optimizer
     self.global_step = self.task.global_step
     self.is_chief = self.strategy.extended.should_checkpoint
     self.checkpoint_dir = checkpoints_lib.pretrained_checkpoint_dir(
-        config.model_dir)
+        run.model_dir)
     self.checkpoints = checkpointing.PretrainingCheckpoints(
         self.model, self.optimizer, self.global_step, self.checkpoint_dir,
-        self.is_chief, config.keep_checkpoint_max,
-        data_stream.settings(config), config.train_batch_size,
-        init_checkpoint=config.init_checkpoint,
-        generator_checkpoint=config.generator_checkpoint, log=log)
-    self.train_flops = flops_lib.pretraining_step_flops(config)
+        self.is_chief, run.keep_checkpoint_max,
+        data_stream.settings(specs.data, specs.masking),
+        specs.data.train_batch_size, init_checkpoint=run.init_checkpoint,
+        generator_checkpoint=run.generator_checkpoint, log=log)
+    self.train_flops = flops_lib.pretraining_step_flops(
+        specs.network, specs.objective, specs.masking,
+        specs.data.train_batch_size)
     self._eval_step = None  # Built on the first evaluation, then reused.
 
   def restore(self):
@@ -80,7 +87,8 @@ class PretrainingTrainer(object):
   def _training_stream(self):
     """(input_fn, iterator, StreamStart): the training examples from where
     the latest checkpoint left them."""
-    input_fn = pretrain_data.get_input_fn(self.config, is_training=True)
+    input_fn = pretrain_data.get_input_fn(self.specs.data, self.specs.masking,
+                                          is_training=True)
     iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
     start = self.checkpoints.stream_start(
         saveable=isinstance(iterator, tf.data.Iterator))
@@ -105,7 +113,8 @@ class PretrainingTrainer(object):
 
   def _train(self, iterator, manager):
     """The loop from the restored step, unless the run is finished."""
-    c = self.config
+    c = self.specs.run
+    batch_size = self.specs.data.train_batch_size
     step = int(self.global_step.numpy())
     if step >= c.num_train_steps:
       self.log("Training already finished: step %d of %d. Nothing to do."
@@ -117,7 +126,7 @@ class PretrainingTrainer(object):
     def train(num_steps):
       sums = train_loop(iterator, tf.constant(num_steps, tf.int32))
       sums = {k: v.numpy() for k, v in sums.items()}
-      self.checkpoints.count_examples(num_steps * c.train_batch_size)
+      self.checkpoints.count_examples(num_steps * batch_size)
       return sums
 
     def on_stop(step):
@@ -145,16 +154,16 @@ class PretrainingTrainer(object):
 
   def _progress_report(self, step):
     """The run's ProgressReport, after its first line."""
-    c = self.config
-    peak, source = flops_lib.peak_flops_per_second(c.peak_tflops,
-                                                   c.mixed_precision)
+    runtime, run = self.specs.runtime, self.specs.run
+    peak, source = flops_lib.peak_flops_per_second(runtime.peak_tflops,
+                                                   runtime.mixed_precision)
     peak *= self.num_replicas
     report = reporting.ProgressReport(
-        self.log, reporting.summary_writer(c.model_dir, self.is_chief),
-        c.train_batch_size, self.train_flops, peak,
+        self.log, reporting.summary_writer(run.model_dir, self.is_chief),
+        self.specs.data.train_batch_size, self.train_flops, peak,
         self.model.learns_sampler, self.task.learning_rate,
         self.task.loss_scale)
-    report.start(step, c.num_train_steps, self.num_replicas, source)
+    report.start(step, run.num_train_steps, self.num_replicas, source)
     return report
 
   def evaluate(self, step=None):
@@ -162,6 +171,6 @@ class PretrainingTrainer(object):
     step = int(self.global_step.numpy()) if step is None else step
     if self._eval_step is None:
       self._eval_step = evaluation.make_eval_step(
-          self.model, self.strategy, bool(self.config.focal_gamma))
-    return evaluation.evaluate(self.config, self.model, self.strategy, step,
+          self.model, self.strategy, bool(self.specs.objective.focal_gamma))
+    return evaluation.evaluate(self.specs, self.model, self.strategy, step,
                                log=self.log, eval_step=self._eval_step)

@@ -14,7 +14,9 @@ import numpy as np
 import tensorflow as tf
 
 import configure
-from model import builders
+import configure_specs
+from interop import hf
+from interop import tf1
 from tests import pretrain_fixtures as pf
 
 VOCAB_SIZE = 40
@@ -47,7 +49,7 @@ def features():
 def build(config_, randomise=True, seed=0):
   """An `ElectraPretrainer` called once; optionally all its biases and
   LayerNorm parameters moved off their 0/1 starts."""
-  model = builders.build_pretrainer(config_)
+  model = pf.build_pretrainer(config_)
   model({k: tf.constant(v) for k, v in features().items()}, training=False)
   if randomise:
     rng = np.random.default_rng(seed)
@@ -55,6 +57,22 @@ def build(config_, randomise=True, seed=0):
       if any(k in v.name for k in ("bias", "gamma", "beta")):
         v.assign_add(0.1 * rng.standard_normal(v.shape).astype(np.float32))
   return model
+
+
+def export_hf(model, config, output_dir, **kwargs):
+  """interop/hf.py's `export_hf` of `model` with the network and
+  vocabulary specs of its `PretrainingConfig`; `kwargs` are passed on."""
+  specs = configure_specs.pretraining_specs(config)
+  return hf.export_hf(model, specs.network, specs.vocabulary, output_dir,
+                      **kwargs)
+
+
+def export_tf1(model, config, output_dir, **kwargs):
+  """interop/tf1.py's `export_tf1` of `model` with the network and
+  vocabulary specs of its `PretrainingConfig`; `kwargs` are passed on."""
+  specs = configure_specs.pretraining_specs(config)
+  return tf1.export_tf1(model, specs.network, specs.vocabulary, output_dir,
+                        **kwargs)
 
 
 def pretrained_dir(data, hparams, seed=4):

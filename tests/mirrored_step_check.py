@@ -26,7 +26,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 import run_pretraining  # pylint: disable=g-import-not-at-top
 from pretrain import pretrain_data  # pylint: disable=g-import-not-at-top
-from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+from tests import pretrain_fixtures as pf  # pylint: disable=g-import-not-at-top
 from util import process_setup  # pylint: disable=g-import-not-at-top
 
 LOSSES = ("total_loss", "mlm_loss", "disc_loss", "sampling_loss")
@@ -36,7 +36,8 @@ def first_step(trainer):
   """{name: array} of the first eval batch's losses and summed gradients."""
   strategy, model = trainer.strategy, trainer.model
   dataset = strategy.distribute_datasets_from_function(
-      pretrain_data.get_input_fn(trainer.config, is_training=False))
+      pretrain_data.get_input_fn(trainer.specs.data, trainer.specs.masking,
+                                 is_training=False))
   features = next(iter(dataset))
 
   def replica_fn(features):
@@ -73,7 +74,7 @@ def main(data_dir, hparams, out_path):
                                           dict(hparams, **extra))
     process_setup.set_up_process(config.mixed_precision, config.seed,
                                  checkpointed_dropout=True)
-    trainers[name] = trainer_lib.PretrainingTrainer(config, log=print)
+    trainers[name] = pf.trainer(config, log=print)
   assert trainers["mirrored"].num_replicas == 2
   trainers["default"].model.set_weights(
       trainers["mirrored"].model.get_weights())

@@ -24,6 +24,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 import configure  # pylint: disable=g-import-not-at-top
+import configure_specs  # pylint: disable=g-import-not-at-top
 from pretrain import pretrain_data  # pylint: disable=g-import-not-at-top
 from util import distribution  # pylint: disable=g-import-not-at-top
 
@@ -31,8 +32,10 @@ from util import distribution  # pylint: disable=g-import-not-at-top
 def main(data_dir, hparams_json, num_steps, out_path):
   hparams = dict(json.loads(hparams_json), strategy="multi_worker_mirrored")
   config = configure.PretrainingConfig("count", data_dir, **hparams)
-  strategy = distribution.get_strategy(config)
-  input_fn = pretrain_data.get_input_fn(config, is_training=True)
+  specs = configure_specs.pretraining_specs(config)
+  strategy = distribution.get_strategy(specs.runtime)
+  input_fn = pretrain_data.get_input_fn(specs.data, specs.masking,
+                                        is_training=True)
   contexts = []
 
   def recording_input_fn(context):

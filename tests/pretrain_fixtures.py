@@ -14,6 +14,10 @@ import numpy as np
 import tensorflow as tf
 
 import configure
+import configure_specs
+from model import builders
+from pretrain import pretrain_data
+from pretrain import trainer as trainer_lib
 from tests import paths
 
 # The random batches live in bench/ (benchmarks use them too), re-exported
@@ -25,6 +29,7 @@ from bench.batches import MASK_ID as MASK_ID
 from bench.batches import PAD_ID as PAD_ID
 from bench.batches import SEP_ID as SEP_ID
 from bench.batches import make_features as make_features
+from bench.harness import step_flops as step_flops
 # pylint: enable=useless-import-alias
 
 # The tiny transformer of the model tests (2 layers, hidden 32) and its
@@ -42,6 +47,43 @@ def tiny_config(vocab_size=40, seq_len=16, num_predictions=3, **hparams):
                 model_hparam_overrides=dict(TINY_MODEL))
   values.update(hparams)
   return configure.PretrainingConfig("tiny", "/nonexistent", **values)
+
+
+def build_pretrainer(config):
+  """The `ElectraPretrainer` of a `PretrainingConfig`, from its network
+  and objective specs (as pretrain/task.py builds it)."""
+  specs = configure_specs.pretraining_specs(config)
+  return builders.build_pretrainer(specs.network, specs.objective)
+
+
+def build_pretrainer_with_variables(config):
+  """`build_pretrainer(config)` with its variables created (on
+  `builders.dummy_features` of the config's masking spec)."""
+  specs = configure_specs.pretraining_specs(config)
+  return builders.build_pretrainer_with_variables(
+      specs.network, specs.objective, specs.masking)
+
+
+def input_fn(config, is_training, **kwargs):
+  """pretrain_data.get_input_fn of a `PretrainingConfig`'s data and masking
+  specs; `kwargs` (file_pattern, num_epochs) are passed on."""
+  specs = configure_specs.pretraining_specs(config)
+  return pretrain_data.get_input_fn(specs.data, specs.masking, is_training,
+                                    **kwargs)
+
+
+def trainer(config, **kwargs):
+  """The `PretrainingTrainer` of a `PretrainingConfig`'s specs; `kwargs`
+  (log, strategy) are passed on."""
+  return trainer_lib.PretrainingTrainer(
+      configure_specs.pretraining_specs(config), **kwargs)
+
+
+def build_discriminator_encoder(config, name="encoder"):
+  """The discriminator's encoder of a `PretrainingConfig` or
+  `FinetuningConfig` (its NetworkSpec), as fine-tuning builds it."""
+  return builders.build_discriminator_encoder(
+      configure_specs.NetworkSpec.from_config(config), name=name)
 
 
 # --- On-disk data directories for the runner tests (run_pretraining.py). ---

@@ -16,7 +16,6 @@ from bench import input_pipeline
 from bench import matmul_floor
 from bench import peer as peer_lib
 from bench import profile_step
-from pretrain import flops as flops_lib
 from tests import pretrain_fixtures
 from tests import paths
 
@@ -214,7 +213,7 @@ def test_matmul_floor_finds_the_flops_pretrain_flops_counts(mode):
       harness.make_batches(config, 1)[0]).graph
   counted = sum(count * matmul_floor.op_flops(key) for key, count in
                 matmul_floor.matmul_ops(graph).items())
-  analytic = flops_lib.pretraining_step_flops(config)
+  analytic = pretrain_fixtures.step_flops(config)
   assert counted == pytest.approx(analytic, rel=0.01)
   head = 2 * 4 * 2 * 16 * 2000  # one [batch x P, emb] x [emb, vocab] pass
   assert 2 * head > 0.05 * analytic

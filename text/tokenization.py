@@ -1,8 +1,8 @@
 """Tokenizers: BERT WordPiece through tensorflow-text, and SentencePiece.
 
-`tokenizer_for(vocab file, data directory or config)` is the one way in:
-it gives the tokenizer of whichever kind of vocabulary it finds, with one
-API, so callers never ask which kind it is.
+`tokenizer_for(vocab file, data directory or vocabulary spec)` is the one
+way in: it gives the tokenizer of whichever kind of vocabulary it finds,
+with one API, so callers never ask which kind it is.
 
 `WordPieceTokenizer` reproduces the original BERT `FullTokenizer` (tokens and
 ids) but runs the word splitting and WordPiece search in tensorflow-text's
@@ -316,8 +316,8 @@ def tokenizer_for(source, do_lower_case=True, strip_accents=None,
   Args:
     source: a vocabulary file (a WordPiece vocab.txt or a SentencePiece
       `.model`), a data directory (its vocabulary: text/vocab_layout.py),
-      or a config (`configure.PretrainingConfig`, `FinetuningConfig`): its
-      `vocab_file` and `do_lower_case`, which then replace the argument.
+      or a configure_specs.VocabularySpec: its `vocab_file` and
+      `do_lower_case`, which then replace the argument.
     do_lower_case, strip_accents: WordPiece only (a SentencePiece model
       normalizes text by its own rules).
     single_thread: see WordPieceTokenizer.

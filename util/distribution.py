@@ -35,21 +35,24 @@ def _split_cpu(num_devices):
                       "any TensorFlow op runs." % (num_devices, e))
 
 
-def split_cpu_if_asked(config):
-  """Splits the CPU into `num_cpu_devices` logical devices when the config's
-  strategy asks for it (testing without GPUs); returns the device names or
-  None. Call before any TensorFlow op runs (a repeated call is harmless)."""
-  if config.num_cpu_devices <= 1 or config.strategy not in (
+def split_cpu_if_asked(runtime):
+  """Splits the CPU into `num_cpu_devices` logical devices when the
+  strategy of `runtime` (a configure_specs.RuntimeSpec) asks for it
+  (testing without GPUs); returns the device names or None. Call before any
+  TensorFlow op runs (a repeated call is harmless)."""
+  if runtime.num_cpu_devices <= 1 or runtime.strategy not in (
       "mirrored", "multi_worker_mirrored"):
     return None
-  if config.strategy == "mirrored" and tf.config.list_physical_devices("GPU"):
+  if runtime.strategy == "mirrored" and tf.config.list_physical_devices(
+      "GPU"):
     return None
-  _split_cpu(config.num_cpu_devices)
-  return ["/cpu:%d" % i for i in range(config.num_cpu_devices)]
+  _split_cpu(runtime.num_cpu_devices)
+  return ["/cpu:%d" % i for i in range(runtime.num_cpu_devices)]
 
 
-def get_strategy(config):
-  """The strategy named by `config.strategy`.
+def get_strategy(runtime):
+  """The strategy named by `runtime.strategy` (`runtime`: a
+  configure_specs.RuntimeSpec).
 
   "default": one device. "mirrored": all local GPUs, or, without GPUs and
   with `num_cpu_devices` > 1, the CPU split into that many logical devices
@@ -59,21 +62,21 @@ def get_strategy(config):
   function`, `strategy.run` in a `tf.function`, `reduce`/`gather`); the TPU
   differs from the others only in its cluster resolver (`tpu_resolver`).
   """
-  name = config.strategy
+  name = runtime.strategy
   tf_config = check_tf_config(os.environ.get("TF_CONFIG", ""),
                               name == "multi_worker_mirrored")
   if name == "default":
     return tf.distribute.get_strategy()
   if name == "mirrored":
-    return tf.distribute.MirroredStrategy(split_cpu_if_asked(config))
+    return tf.distribute.MirroredStrategy(split_cpu_if_asked(runtime))
   if name == "multi_worker_mirrored":
     if tf_config is None:
       raise UserError("strategy 'multi_worker_mirrored' needs the TF_CONFIG "
                       "environment variable (cluster and task).")
-    split_cpu_if_asked(config)
+    split_cpu_if_asked(runtime)
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
-    return tf.distribute.TPUStrategy(tpu_resolver(config))
+    return tf.distribute.TPUStrategy(tpu_resolver(runtime))
   raise UserError("unknown strategy %r." % name)
 
 
@@ -114,8 +117,9 @@ def check_tf_config(text, multi_worker):
   return parsed
 
 
-def tpu_resolver(config):
-  """Finds, connects to and initialises the Cloud TPU of the config.
+def tpu_resolver(runtime):
+  """Finds, connects to and initialises the Cloud TPU of `runtime` (a
+  configure_specs.RuntimeSpec: its tpu_name, tpu_zone and gcp_project).
 
   Raises:
     UserError: the TPU named by hparams tpu_name / tpu_zone / gcp_project
@@ -123,7 +127,8 @@ def tpu_resolver(config):
   """
   try:
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu=config.tpu_name, zone=config.tpu_zone, project=config.gcp_project)
+        tpu=runtime.tpu_name, zone=runtime.tpu_zone,
+        project=runtime.gcp_project)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
   # OSError: the TPU's address is looked up over the network (URLError).
@@ -131,5 +136,5 @@ def tpu_resolver(config):
     raise UserError("cannot reach the Cloud TPU %r (hparams 'tpu_name', "
                     "'tpu_zone', 'gcp_project'): %s. Check the name with "
                     "`gcloud compute tpus list` and run on a VM that can "
-                    "reach it." % (config.tpu_name, str(e).splitlines()[0]))
+                    "reach it." % (runtime.tpu_name, str(e).splitlines()[0]))
   return resolver

@@ -1,6 +1,6 @@
 """Typed hyperparameters: `Field`, the `HParams` config object, the checks
 every config applies, and the `--hparams` parser. The fields themselves are
-declared in configure.py.
+declared in configure_fields.py.
 
 Bad hyperparameters raise `ConfigError` (a `UserError`: one paragraph, exit
 code 2) naming the key, the expected type or range, and for an unknown key

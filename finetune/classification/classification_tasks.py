@@ -146,7 +146,7 @@ class SingleOutputTask(task.Task):
     rows = []
     for a, b in zip(ids_a, ids_b):
       ids, mask, segments = preprocessing.encode_pair(
-          self.tokenizer, a, b, self.config.max_seq_length)
+          self.tokenizer, a, b, self.settings.max_seq_length)
       rows.append(dict(input_ids=ids, input_mask=mask, segment_ids=segments))
     return rows
 
@@ -155,10 +155,10 @@ class SingleOutputTask(task.Task):
     return self.glue_name
 
   def build_head(self):
-    m = self.config.model_hparams
+    m = self.settings.encoder
     return ClassificationHead(self.num_outputs, m["hidden_dropout_prob"],
                               m["initializer_range"],
-                              pooling=self.config.classifier_pooling,
+                              pooling=self.settings.classifier_pooling,
                               name="%s_head" % self.name)
 
   def write_test_predictions(self, split_data, outputs, directory):

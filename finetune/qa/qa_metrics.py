@@ -55,9 +55,9 @@ def decode(task, split_data, outputs):
              for i, w in enumerate(windows)]
   best_spans, _, _ = squad_lib.postprocess_output(
       split_data.examples, windows, results,
-      n_best_size=task.config.n_best_size,
-      max_answer_length=task.config.max_answer_length,
-      do_lower_case=task.config.do_lower_case,
+      n_best_size=task.settings.n_best_size,
+      max_answer_length=task.settings.max_answer_length,
+      do_lower_case=task.settings.do_lower_case,
       version_2_with_negative=False)
   best_spans = dict(best_spans)
   if not task.v2:

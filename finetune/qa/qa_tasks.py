@@ -104,15 +104,15 @@ class QATask(task.Task):
 
   v2 = False
 
-  def __init__(self, config, tokenizer):
-    super(QATask, self).__init__(config, tokenizer)
+  def __init__(self, settings, tokenizer):
+    super(QATask, self).__init__(settings, tokenizer)
     self._datasets = {}
     self.skipped = {}
-    if config.max_query_length + 3 >= config.max_seq_length:
+    if settings.max_query_length + 3 >= settings.max_seq_length:
       raise UserError("task %r: max_query_length %d leaves no room for the "
                       "paragraph in max_seq_length %d." % (
-                          self.name, config.max_query_length,
-                          config.max_seq_length))
+                          self.name, settings.max_query_length,
+                          settings.max_seq_length))
 
   def dataset(self, split):
     """The parsed `data` list of a split (for the official evaluation)."""
@@ -223,9 +223,9 @@ class QATask(task.Task):
       texts += doc_tokens
     squad_lib.convert_examples_to_features(
         examples, preprocessing.CachedTokenizer(self.tokenizer, texts),
-        max_seq_length=self.config.max_seq_length,
-        doc_stride=self.config.doc_stride,
-        max_query_length=self.config.max_query_length,
+        max_seq_length=self.settings.max_seq_length,
+        doc_stride=self.settings.doc_stride,
+        max_query_length=self.settings.max_query_length,
         is_training=is_training, output_fn=collect, batch_size=1)
     rows = [dict(input_ids=w.input_ids, input_mask=w.input_mask,
                  segment_ids=w.segment_ids, paragraph_mask=w.paragraph_mask,
@@ -236,7 +236,7 @@ class QATask(task.Task):
     return preprocessing.stack_features(rows), windows
 
   def build_head(self):
-    m = self.config.model_hparams
+    m = self.settings.encoder
     return SpanHead(m["hidden_size"], self.v2, m["hidden_act"],
                     m["initializer_range"], name="%s_head" % self.name)
 
@@ -247,7 +247,7 @@ class QATask(task.Task):
         labels=features["end_positions"], logits=outputs["end_logits"])
     losses = (start + end) / 2.0
     if self.v2:
-      losses += self.config.answerable_weight * (
+      losses += self.settings.answerable_weight * (
           tf.nn.sigmoid_cross_entropy_with_logits(
               labels=features["is_impossible"],
               logits=outputs["no_answer_logit"]))

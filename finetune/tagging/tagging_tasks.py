@@ -84,7 +84,7 @@ class TaggingTask(task.Task):
   def featurize(self, examples, is_training):
     tok = self.tokenizer
     unk_id = tok.convert_tokens_to_ids(["[UNK]"])[0]
-    budget = self.config.max_seq_length - 2
+    budget = self.settings.max_seq_length - 2
     vocabulary = sorted({word for example in examples
                          for word in example.words})
     word_ids = dict(zip(vocabulary, tok.encode_batch(vocabulary)))
@@ -106,8 +106,8 @@ class TaggingTask(task.Task):
           word += 1
         ids.append(tok.sep_id)
         ids, mask, segments = preprocessing.pad_ids(
-            tok, ids, [0] * len(ids), self.config.max_seq_length)
-        pad = self.config.max_seq_length - len(labels)
+            tok, ids, [0] * len(ids), self.settings.max_seq_length)
+        pad = self.settings.max_seq_length - len(labels)
         rows.append(dict(input_ids=ids, input_mask=mask, segment_ids=segments,
                          label_ids=labels + [0] * pad,
                          label_weights=weights + [0.0] * pad))
@@ -116,7 +116,7 @@ class TaggingTask(task.Task):
     return preprocessing.stack_features(rows), windows
 
   def build_head(self):
-    m = self.config.model_hparams
+    m = self.settings.encoder
     return TokenClassificationHead(len(self.label_list),
                                    m["hidden_dropout_prob"],
                                    m["initializer_range"],

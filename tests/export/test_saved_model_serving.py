@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import configure_specs
 import export_model
 from export import saved_model
-from model import builders
 from text import tokenization
 from finetune import finetuned_model
 from finetune import runner
@@ -203,11 +203,12 @@ def test_sentencepiece_saved_model_tokenizes_as_our_tokenizer(tmp_path):
   sp_model = str(tmp_path / "sp.model")
   tokenizer = tokenization.SentencePieceTokenizer(sp_model)
   config = pf.tiny_config(vocab_size=len(tokenizer.vocab), seq_len=16)
-  model = builders.build_pretrainer_with_variables(config)
+  model = pf.build_pretrainer_with_variables(config)
   out = str(tmp_path / "served")
-  saved_model.export_saved_model(model, config, out,
-                                 sentencepiece_model=sp_model,
-                                 log=lambda _: None)
+  saved_model.export_saved_model(
+      model, configure_specs.VocabularySpec.from_config(config),
+      config.max_seq_length, out, sentencepiece_model=sp_model,
+      log=lambda _: None)
   texts = ["It is a truth universally acknowledged.",
            "Zqx \u00e9t\u00e9 " + "persuasion " * 20]
   result = str(tmp_path / "served.npz")

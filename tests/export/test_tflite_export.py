@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import configure_specs
 import export_model
 from export import inference_encoder
 from export import saved_model
@@ -126,8 +127,9 @@ def served(tmp_path_factory):
   for task in ("sst", "sts"):  # What the SavedModel's serving_default runs.
     model, task_object, config = finetuned_model.load_finetuned(
         model_dir, ff.FIXTURE_DIR, task, log=lambda _: None)
-    _, module = saved_model.task_module(model, task_object, config,
-                                        log=lambda _: None)
+    _, module = saved_model.task_module(
+        model, task_object, configure_specs.VocabularySpec.from_config(config),
+        log=lambda _: None)
     out = module.serve_text(
         **{k: tf.constant(v) for k, v in inputs[task].items()})
     results[task + "_saved"] = {k: v.numpy() for k, v in out.items()}

@@ -37,7 +37,7 @@ FIXTURE_TASKS = os.path.join(FIXTURE_DIR, "finetuning_data")
 
 @pytest.fixture(scope="module")
 def tokenizer():
-  return preprocessing.build_tokenizer(ff.tiny_config())
+  return ff.build_tokenizer(ff.tiny_config())
 
 
 def _config(data_dir, model_dir=None, **overrides):
@@ -47,8 +47,8 @@ def _config(data_dir, model_dir=None, **overrides):
 
 
 def _task(data_dir, name, tokenizer, **overrides):
-  return task_builder.get_task(_config(data_dir, **overrides), name,
-                               tokenizer)
+  return ff.get_task(_config(data_dir, **overrides), name,
+                     tokenizer)
 
 
 def _write(path, content):

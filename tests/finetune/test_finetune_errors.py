@@ -7,16 +7,14 @@ import shutil
 import pytest
 
 import run_finetuning
-from finetune import preprocessing
 from finetune import runner
-from finetune import task_builder
 from tests import finetune_fixtures as ff
 from util.errors import UserError
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-  return preprocessing.build_tokenizer(ff.tiny_config())
+  return ff.build_tokenizer(ff.tiny_config())
 
 
 def _data_dir(tmp_path, task_name):
@@ -28,7 +26,7 @@ def _data_dir(tmp_path, task_name):
 
 def _task(tmp_path, name, tokenizer):
   config = ff.tiny_config(model_dir=tmp_path / "model", data_dir=tmp_path)
-  return task_builder.get_task(config, name, tokenizer)
+  return ff.get_task(config, name, tokenizer)
 
 
 def _write(path, text):
@@ -183,5 +181,5 @@ def test_missing_pretrained_checkpoint_explains_random_init(tmp_path):
 def test_missing_vocabulary(tmp_path):
   config = ff.tiny_config(vocab_file=str(tmp_path / "vocab.txt"))
   with pytest.raises(UserError) as e:
-    preprocessing.build_tokenizer(config)
+    ff.build_tokenizer(config)
   assert str(tmp_path / "vocab.txt") in str(e.value)

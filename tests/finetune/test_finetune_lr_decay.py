@@ -7,12 +7,10 @@ import tensorflow as tf
 import tf_keras
 
 from finetune import layerwise_decay
-from finetune import preprocessing
-from finetune import task_builder
 from finetune.model import FinetuningModel
 from training import optimization
-from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
+from tests import pretrain_fixtures as pf
 
 DECAY = 0.8
 
@@ -24,9 +22,9 @@ def _model(seed=0, **overrides):
   tf_keras.utils.set_random_seed(seed)
   tf_keras.mixed_precision.set_global_policy("float32")  # Whatever ran before.
   config = ff.tiny_config(embedding_size=16, max_seq_length=16, **overrides)
-  tokenizer = preprocessing.build_tokenizer(config)
-  task = task_builder.get_task(config, "sst", tokenizer)
-  model = FinetuningModel(build_discriminator_encoder(config),
+  tokenizer = ff.build_tokenizer(config)
+  task = ff.get_task(config, "sst", tokenizer)
+  model = FinetuningModel(pf.build_discriminator_encoder(config),
                           task.build_head())
   features = task.load("train").features
   model({k: v[:8] for k, v in features.items()}, training=False)

@@ -3,18 +3,16 @@
 import numpy as np
 import pytest
 
-from finetune import preprocessing
-from finetune import task_builder
 from tests import finetune_fixtures as ff
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-  return preprocessing.build_tokenizer(ff.tiny_config())
+  return ff.build_tokenizer(ff.tiny_config())
 
 
 def _task(name, tokenizer, **overrides):
-  return task_builder.get_task(ff.tiny_config(**overrides), name, tokenizer)
+  return ff.get_task(ff.tiny_config(**overrides), name, tokenizer)
 
 
 # task: (train size, {eval split: size}, {test split: size}, first train

@@ -12,14 +12,12 @@ import tensorflow as tf
 import tf_keras
 
 import configure
-from finetune import preprocessing
 from finetune import runner
 from finetune import task_builder
-from finetune.trainer import Trainer
 from model import checkpoints
-from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
 from tests import paths
+from tests import pretrain_fixtures as pf
 from util.errors import UserError
 
 
@@ -100,7 +98,7 @@ def _save_pretrained(model_dir, **model_overrides):
       model_dir=str(model_dir), model_hparam_overrides=hparams,
       embedding_size=32)
   pre.save()
-  encoder = build_discriminator_encoder(pre)
+  encoder = pf.build_discriminator_encoder(pre)
   encoder({k: tf.zeros([1, 8], tf.int32)
            for k in ("input_ids", "input_mask", "segment_ids")})
   # Shifted, so no fresh draw (under any seed) equals a pre-trained weight.
@@ -117,10 +115,10 @@ def test_starts_from_the_pretrained_discriminator(tmp_path):
   config = ff.tiny_config(model_dir=tmp_path / "m", init_checkpoint=None)
   prefix = runner.resolve_init_checkpoint(config)
   assert prefix.startswith(str(tmp_path / "m" / "checkpoints" / "ckpt"))
-  tokenizer = preprocessing.build_tokenizer(config)
-  task = task_builder.get_task(config, "sst", tokenizer)
-  trainer = Trainer(config, task, tf.distribute.get_strategy(),
-                    str(tmp_path / "trial"), seed=1, log_prefix="t")
+  tokenizer = ff.build_tokenizer(config)
+  task = ff.get_task(config, "sst", tokenizer)
+  trainer = ff.trainer(config, task, tf.distribute.get_strategy(),
+                       str(tmp_path / "trial"), seed=1, log_prefix="t")
   trainer.build(task.load("dev").features)
   trainer.init_encoder(prefix)
   for mine, theirs in zip(trainer.model.encoder.weights, pretrained.weights):
@@ -140,10 +138,10 @@ def test_reinit_top_layers_replaces_the_top_of_the_pretrained_encoder(
   pretrained = _save_pretrained(tmp_path / "m")
   config = ff.tiny_config(model_dir=tmp_path / "m", init_checkpoint=None,
                           reinit_top_layers=1)
-  tokenizer = preprocessing.build_tokenizer(config)
-  task = task_builder.get_task(config, "sst", tokenizer)
-  trainer = Trainer(config, task, tf.distribute.get_strategy(),
-                    str(tmp_path / "trial"), seed=1, log_prefix="t")
+  tokenizer = ff.build_tokenizer(config)
+  task = ff.get_task(config, "sst", tokenizer)
+  trainer = ff.trainer(config, task, tf.distribute.get_strategy(),
+                       str(tmp_path / "trial"), seed=1, log_prefix="t")
   trainer.build(task.load("dev").features)
   trainer.init_encoder(runner.resolve_init_checkpoint(config))
   top = {id(v) for v in trainer.model.encoder.transformer_layers[-1].weights}

@@ -7,7 +7,6 @@ import tensorflow as tf
 import tf_keras
 
 from finetune import reinit
-from model.builders import build_discriminator_encoder
 from tests import pretrain_fixtures as fx
 from util.errors import UserError
 
@@ -22,7 +21,7 @@ def _inputs():
 
 def _pretrained_encoder():
   tf_keras.utils.set_random_seed(3)
-  encoder = build_discriminator_encoder(fx.tiny_config(seq_len=SEQ))
+  encoder = fx.build_discriminator_encoder(fx.tiny_config(seq_len=SEQ))
   encoder(_inputs(), training=False)
   # "Pre-trained" weights, unlike any fresh initialisation: all 0.5.
   for variable in encoder.weights:

@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from finetune import preprocessing
-from finetune import task_builder
 from finetune.qa import qa_metrics
 from tests import finetune_fixtures as ff
 from tests import paths
@@ -29,9 +27,9 @@ def sentencepiece_model(tmp_path_factory):
 def _task(model, name, data_dir=ff.FIXTURE_DIR, **overrides):
   config = ff.tiny_config(data_dir=data_dir, vocab_file=model,
                           vocab_size=400, **overrides)
-  tokenizer = preprocessing.build_tokenizer(config)
+  tokenizer = ff.build_tokenizer(config)
   assert tokenizer.kind == "sentencepiece"
-  return task_builder.get_task(config, name, tokenizer)
+  return ff.get_task(config, name, tokenizer)
 
 
 @pytest.mark.parametrize("name, data_dir", [

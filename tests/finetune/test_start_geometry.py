@@ -4,8 +4,8 @@ import numpy as np
 import tensorflow as tf
 
 from finetune import start_geometry
-from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
+from tests import pretrain_fixtures as pf
 
 ROWS, SEQ, WIDTH = 8, 12, 32
 
@@ -44,7 +44,7 @@ def test_states_along_one_direction_have_high_cosine_and_low_rank():
 
 def test_an_encoder_whose_states_share_one_vector_is_called_collapsed():
   config = ff.tiny_config()
-  encoder = build_discriminator_encoder(config)
+  encoder = pf.build_discriminator_encoder(config)
   inputs = _inputs()
   encoder(inputs, training=False)
   # The top LayerNorm: a large shared offset, and variation left in 2 of

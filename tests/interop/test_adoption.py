@@ -24,7 +24,6 @@ import run_finetuning
 import run_pretraining
 from interop import adoption
 from interop import hf
-from model import builders
 from tests import finetune_fixtures as ff
 from tests import interop_fixtures as ix
 from tests import paths
@@ -271,7 +270,7 @@ def _our_model_dir(data):
       "M", data, vocab_size=ff.VOCAB_SIZE, embedding_size=16,
       max_seq_length=32, generator_intermediate_size=24,
       model_hparam_overrides=dict(ff.TINY_MODEL, hidden_act="gelu_exact"))
-  model = builders.build_pretrainer_with_variables(config)
+  model = pf.build_pretrainer_with_variables(config)
   config.save()
   tf.train.Checkpoint(model=model).save(
       os.path.join(config.model_dir, "checkpoints", "ckpt"))

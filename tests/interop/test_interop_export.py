@@ -14,10 +14,10 @@ import export_model
 from finetune import runner
 from interop import convert
 from interop import loader
-from model import builders
 from text import tokenization
 from tests import interop_fixtures as ix
 from tests import paths
+from tests import pretrain_fixtures as pretrain_fx
 from util.errors import UserError
 
 pytestmark = pytest.mark.slow
@@ -48,7 +48,7 @@ def test_export_hf_then_convert_to_tf1_round_trips(tmp_path):
                             "--output", out_tf1]) == 0
   assert tf.train.latest_checkpoint(out_tf1)
   config = convert.pretraining_config("back", data, dict(_HPARAMS))
-  back = builders.build_pretrainer_with_variables(config)
+  back = pretrain_fx.build_pretrainer_with_variables(config)
   report = loader.load_into(back, out_tf1, log=lambda _: None)
   # HF has no sampling head: it alone starts fresh after hf -> tf1.
   sampling = {v.ref() for v in back.generator.sampling_head.weights}
@@ -85,7 +85,7 @@ def test_finetuning_init_checkpoint_takes_hf_folders(tmp_path):
                             embedding_size=ix.pf.TINY_EMBEDDING_SIZE,
                             model_hparam_overrides=dict(ix.pf.TINY_MODEL))
     assert runner.resolve_init_checkpoint(config) == source
-  encoder = builders.build_discriminator_encoder(config)
+  encoder = pretrain_fx.build_discriminator_encoder(config)
   feats = ix.features()
   inputs = {k: feats[k] for k in ("input_ids", "input_mask", "segment_ids")}
   encoder(inputs)

@@ -10,11 +10,10 @@ into ours and compute theirs. Round trip ours -> hf -> ours is exact.
 import numpy as np
 import pytest
 
-from interop import hf
 from interop import loader
-from model import builders
 from tests import finetune_fixtures as ff
 from tests import interop_fixtures as ix
+from tests import pretrain_fixtures as pretrain_fx
 from util.errors import UserError
 
 TOL = 1e-4
@@ -59,7 +58,7 @@ def world(tmp_path_factory):
   # Untied MLM output table: generator_lm_head.weight is exported too.
   config = ix.config(vocab, untied_mlm_output=True)
   model = ix.build(config)
-  hf.export_hf(model, config, str(root / "out"), log=lambda _: None)
+  ix.export_hf(model, config, str(root / "out"), log=lambda _: None)
   feats = ix.features()
   inputs = ix.save_inputs(root / "in.npz", feats)
   jobs = [{"op": "make", "class": cls, "seed": i, "folder": str(root / sub),
@@ -89,7 +88,7 @@ def test_export_loads_in_transformers_with_equal_outputs(world):
 def test_round_trip_ours_hf_ours_is_exact(world, tmp_path):
   config = ix.config(world["vocab"])
   source = ix.build(config, seed=1)
-  hf.export_hf(source, config, str(tmp_path / "out"), log=lambda _: None)
+  ix.export_hf(source, config, str(tmp_path / "out"), log=lambda _: None)
   target = ix.build(config, seed=2)
   report = loader.load_into(target, str(tmp_path / "out"), log=lambda _: None)
   assert report["kind"] == "hf_pair" and report["fresh"] == []
@@ -148,7 +147,7 @@ def test_transformers_bert_loads_into_ours(world):
   # Fine-tuning's target: the encoder alone, from a BertModel (no prefix).
   finetune_config = ff.tiny_config(model_hparam_overrides=sizes,
                                    embedding_size=32, vocab_size=ix.VOCAB_SIZE)
-  encoder = builders.build_discriminator_encoder(finetune_config)
+  encoder = pretrain_fx.build_discriminator_encoder(finetune_config)
   inputs = dict(input_ids=feats["input_ids"], input_mask=feats["input_mask"],
                 segment_ids=feats["segment_ids"])
   encoder(inputs)
@@ -162,7 +161,7 @@ def test_relative_position_is_refused(world, tmp_path):
   config = ix.config(world["vocab"], relative_position=True)
   model = ix.build(config, randomise=False)
   with pytest.raises(UserError, match="relative position bias"):
-    hf.export_hf(model, config, str(tmp_path / "out"))
+    ix.export_hf(model, config, str(tmp_path / "out"))
 
 
 def test_sizes_come_from_an_hf_init_checkpoint(world, tmp_path):

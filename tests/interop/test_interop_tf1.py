@@ -8,7 +8,6 @@ import pytest
 import tensorflow as tf
 
 from interop import loader
-from interop import tf1
 from tests import interop_fixtures as ix
 from util.errors import UserError
 
@@ -27,8 +26,8 @@ def _no_log(_):
 def test_round_trip_ours_tf1_ours_is_exact_with_sampling_head(tmp_path, vocab):
   config = ix.config(vocab, sampling="hp_loss", untied_mlm_output=True)
   source = ix.build(config, seed=1)
-  prefix = tf1.export_tf1(source, config, str(tmp_path / "tf1"), step=7,
-                          log=_no_log)
+  prefix = ix.export_tf1(source, config, str(tmp_path / "tf1"), step=7,
+                         log=_no_log)
   names = dict(tf.train.list_variables(prefix))
   assert "electra/encoder/layer_1/attention/self/query/kernel" in names
   assert names["generator/encoder/layer_0/intermediate/dense/kernel"] == [
@@ -85,8 +84,8 @@ def test_google_named_tf1_checkpoint_loads(tmp_path, vocab):
 def test_transformers_tf1_converter_reads_our_export(tmp_path, vocab):
   config = ix.config(vocab)
   model = ix.build(config)
-  prefix = tf1.export_tf1(model, config, str(tmp_path / "tf1"),
-                          log=_no_log)
+  prefix = ix.export_tf1(model, config, str(tmp_path / "tf1"),
+                         log=_no_log)
   feats = ix.features()
   inputs = ix.save_inputs(tmp_path / "in.npz", feats)
   sizes = dict(vocab_size=ix.VOCAB_SIZE, embedding_size=16,

@@ -7,7 +7,6 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import builders
 from model.layers import dense
 from tests import pretrain_fixtures as fx
 from util import xla_fusion
@@ -76,7 +75,7 @@ def test_adopt_keeps_the_layer_and_refuses_other_layers():
 
 
 def test_the_encoder_projections_and_vocabulary_heads_use_it():
-  model = builders.build_pretrainer_with_variables(fx.tiny_config())
+  model = fx.build_pretrainer_with_variables(fx.tiny_config())
   einsum_denses = [layer for layer in model.submodules
                    if isinstance(layer, tf_keras.layers.EinsumDense)]
   # Per transformer layer: query, key, value, attention output,

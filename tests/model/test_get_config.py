@@ -16,7 +16,6 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import builders
 from model import samplers
 from model.layers.attention import BiasedSelfAttention
 from model.layers.attention import padding_bias
@@ -173,7 +172,7 @@ def test_pretrainer_from_build_pretrainer(mode):
   config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS, sampling=mode,
                           temperature=0.7, disc_weight=3.0,
                           sampling_warmup_steps=2)
-  model = builders.build_pretrainer_with_variables(config)
+  model = fx.build_pretrainer_with_variables(config)
   sampler_cls = samplers.sampler_class(mode)
   assert type(model.sampler) is sampler_cls
   assert isinstance(model.generator, HardnessPredictionGenerator) == (
@@ -194,7 +193,7 @@ def test_pretrainer_from_build_pretrainer(mode):
 def test_pretrainer_keeps_a_shared_encoder_shared():
   config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS, untied_generator=False,
                           generator_hidden_size=1.0)
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   assert model.generator.encoder is model.discriminator.encoder
   clone = ElectraPretrainer.from_config(model.get_config())
   assert clone.generator.encoder is clone.discriminator.encoder
@@ -206,7 +205,7 @@ def test_checkpoint_keeps_the_shared_embeddings_under_the_discriminator(
   embeddings G and D share are saved under D (where fine-tuning and older
   checkpoints have them), G's own transformer under G."""
   config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS)
-  model = builders.build_pretrainer_with_variables(config)
+  model = fx.build_pretrainer_with_variables(config)
   prefix = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
   names = [name for name, _ in tf.train.list_variables(prefix)]
   table = "word_embeddings/embeddings/.ATTRIBUTES/VARIABLE_VALUE"

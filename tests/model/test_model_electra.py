@@ -34,7 +34,7 @@ def _config(mode, **hparams):
 
 def _build(config, features):
   tf_keras.utils.set_random_seed(1234)  # reproducible initial weights
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   model(features, training=False)
   return model
 
@@ -274,7 +274,7 @@ def _relative_variables(layer):
 def test_relative_position_bias_changes_outputs_and_is_shared(models,
                                                               features):
   inputs = _encoder_inputs(features)
-  plain, biased = (builders.build_discriminator_encoder(
+  plain, biased = (fx.build_discriminator_encoder(
       _config("mlm", relative_position=relative))
                    for relative in (False, True))
   plain(inputs)
@@ -318,7 +318,7 @@ def test_checkpoint_restores_the_discriminator_alone(models, features,
   model = models["hp_dist"]
   prefix = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
   inputs = _encoder_inputs(features)
-  encoder = builders.build_discriminator_encoder(_config("hp_dist"))
+  encoder = fx.build_discriminator_encoder(_config("hp_dist"))
   before = encoder(inputs, training=False).numpy()
   expected = model.discriminator.encoder(inputs, training=False).numpy()
   assert np.abs(before - expected).max() > 1e-3
@@ -328,7 +328,7 @@ def test_checkpoint_restores_the_discriminator_alone(models, features,
   # A directory resolves to its latest checkpoint.
   assert checkpoints.restore_discriminator(encoder, str(tmp_path)) == prefix
 
-  wider = builders.build_discriminator_encoder(
+  wider = fx.build_discriminator_encoder(
       _config("hp_dist", model_hparam_overrides=dict(
           fx.TINY_MODEL, hidden_size=48)))
   wider(inputs)
@@ -337,7 +337,7 @@ def test_checkpoint_restores_the_discriminator_alone(models, features,
   with pytest.raises(UserError, match="not found"):
     checkpoints.restore_discriminator(encoder, str(tmp_path / "missing"))
   # relative_position must match the pre-training either way.
-  no_bias = builders.build_discriminator_encoder(
+  no_bias = fx.build_discriminator_encoder(
       _config("hp_dist", relative_position=False))
   no_bias(inputs)
   with pytest.raises(UserError, match="relative_position"):

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import builders
+import configure_specs
 from model import samplers
 from model import sampling
 from tests import pretrain_fixtures as fx
@@ -98,8 +98,9 @@ def test_registry_names_and_properties():
           for n in samplers.NAMES] == [False, False, False, True]
   config = fx.tiny_config(sampling="hp_dist", hp_dist_weight_clip=3.0,
                           hp_loss_min_estimate=1e-4)
-  assert samplers.from_config("hp_dist", config).weight_clip == 3.0
-  assert samplers.from_config("hp_loss", config).min_estimate == 1e-4
+  objective = configure_specs.ObjectiveSpec.from_config(config)
+  assert samplers.from_objective("hp_dist", objective).weight_clip == 3.0
+  assert samplers.from_objective("hp_loss", objective).min_estimate == 1e-4
 
 
 def _draw_many(log_probs, copies_per_example, batch, seed):
@@ -295,7 +296,7 @@ def test_scatter_at_positions_leaves_padding_predictions_alone():
 
 def _model(config, features):
   tf_keras.utils.set_random_seed(1234)  # reproducible initial weights
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   model(features, training=False)
   return model
 
@@ -403,7 +404,7 @@ def mixed_bfloat16():
 @pytest.mark.parametrize("mode", ["hp_loss", "hp_dist"])
 def test_sampling_stays_float32_under_mixed_bfloat16(mixed_bfloat16, mode):
   features = fx.make_features(4, 16, 3, 40, seed=8)
-  model = builders.build_pretrainer(
+  model = fx.build_pretrainer(
       fx.tiny_config(sampling=mode, disc_importance_weighting=True))
   with tf.GradientTape() as tape:
     out = model(features, training=True)

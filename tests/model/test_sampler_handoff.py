@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import builders
 from model import losses
 from model import samplers
 from model import sampling
@@ -195,7 +194,7 @@ def test_hp_dist_terms_and_loss():
 def test_the_model_hands_over_named_tuples_and_round_trips_its_warmup():
   features = fx.make_features(4, 16, 3, 40, seed=9)
   config = fx.tiny_config(sampling="hp_loss", sampling_warmup_steps=3)
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   model(features, training=False)
   forward_out = model.forward(features, training=False)
   head_loss_inputs = [v for v in forward_out.values()

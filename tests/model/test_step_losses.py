@@ -25,7 +25,6 @@ import pytest  # pylint: disable=g-import-not-at-top
 import tensorflow as tf
 import tf_keras
 
-from model import builders
 from training import optimization
 from training import train_step as train_step_lib
 from pretrain import step_statistics
@@ -60,7 +59,7 @@ def step_losses(mode, jit_compile=False):
   try:
     tf_keras.utils.set_random_seed(1234)
     features = fx.make_features(BATCH, SEQ_LEN, PREDS, VOCAB, seed=0)
-    model = builders.build_pretrainer(config)
+    model = fx.build_pretrainer(config)
     model(features, training=False)
   finally:
     if was_enabled:

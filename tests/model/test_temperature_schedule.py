@@ -8,7 +8,6 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import builders
 from model import sampling
 from model.temperature_schedule import TemperatureSchedule
 from tests import pretrain_fixtures as fx
@@ -67,7 +66,7 @@ def test_a_tensor_temperature_divides_the_logits():
 def _pretrainer(**hparams):
   tf_keras.utils.set_random_seed(1234)
   config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS, **hparams)
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   return model
 
 

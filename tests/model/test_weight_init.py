@@ -12,11 +12,7 @@ import numpy as np
 import pytest
 import tf_keras
 
-from finetune import preprocessing
-from finetune import task_builder
 from finetune.model import FinetuningModel
-from model import builders
-from model.builders import build_discriminator_encoder
 from tests import finetune_fixtures as ff
 from tests import pretrain_fixtures as fx
 
@@ -41,7 +37,7 @@ def test_pretraining_model_weights_are_distinct(sampling):
                           untied_generator_embeddings=True,
                           untied_mlm_output=True)
   tf_keras.utils.set_random_seed(1)
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   model(fx.make_features(2, 16, 3, 40), training=False)
   assert _repeated_pairs(model) == []
 
@@ -51,10 +47,10 @@ def test_pretraining_model_weights_are_distinct(sampling):
 def test_finetuning_model_weights_are_distinct(task_name):
   """Classification, regression, SQuAD 1.1 and 2.0, and tagging heads."""
   config = ff.tiny_config(task_names=[task_name], relative_position=True)
-  tokenizer = preprocessing.build_tokenizer(config)
-  task = task_builder.get_task(config, task_name, tokenizer)
+  tokenizer = ff.build_tokenizer(config)
+  task = ff.get_task(config, task_name, tokenizer)
   tf_keras.utils.set_random_seed(1)
-  model = FinetuningModel(build_discriminator_encoder(config),
+  model = FinetuningModel(fx.build_discriminator_encoder(config),
                           task.build_head())
   features = task.load("train").features
   model({k: v[:2] for k, v in features.items()}, training=False)

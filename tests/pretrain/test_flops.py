@@ -1,7 +1,7 @@
 """The analytic FLOP count of a pre-training step, against hand arithmetic."""
 
 from configure import PretrainingConfig
-from pretrain import flops
+from tests import pretrain_fixtures as pf
 
 # h 32, 1 layer, ffn 64, embedding 32 (no projection), seq 8, 2 predictions,
 # vocab 100, batch 4.
@@ -21,14 +21,13 @@ def test_electra_step_counts_both_transformers_and_heads():
   rtd_head = 8 * (2 * 32 * 32 + 2 * 32)
   mlm_head = 2 * (2 * 32 * 32 + 2 * 32 * 100)
   expected = 3 * 4 * (2 * _encoder() + rtd_head + mlm_head)
-  assert flops.pretraining_step_flops(config) == expected
+  assert pf.step_flops(config) == expected
 
 
 def test_plain_mlm_step_counts_no_discriminator():
   config = PretrainingConfig("m", "/d", electra_objective=False, **_SHAPE)
   mlm_head = 2 * (2 * 32 * 32 + 2 * 32 * 100)
-  assert flops.pretraining_step_flops(config) == 3 * 4 * (_encoder() +
-                                                          mlm_head)
+  assert pf.step_flops(config) == 3 * 4 * (_encoder() + mlm_head)
 
 
 def test_sampling_heads_count_the_backward_their_loss_takes():
@@ -38,7 +37,7 @@ def test_sampling_heads_count_the_backward_their_loss_takes():
   mlm_head = 2 * (2 * 32 * 32 + 2 * 32 * 100)
   base = 3 * 4 * (2 * _encoder() + 8 * (2 * 32 * 32 + 2 * 32) + mlm_head)
   hp_dist = PretrainingConfig("m", "/d", sampling="hp_dist", **_SHAPE)
-  assert flops.pretraining_step_flops(hp_dist) == base + 3 * 4 * mlm_head
+  assert pf.step_flops(hp_dist) == base + 3 * 4 * mlm_head
   hp_loss = PretrainingConfig("m", "/d", sampling="hp_loss", **_SHAPE)
   sampling_head = 3 * 2 * (2 * 32 * 32) + 2 * (2 * 32 * 100) + 3 * 2 * 2 * 32
-  assert flops.pretraining_step_flops(hp_loss) == base + 4 * sampling_head
+  assert pf.step_flops(hp_loss) == base + 4 * sampling_head

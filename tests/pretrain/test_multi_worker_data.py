@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pretrain import pretrain_data
 from tests import pretrain_fixtures
 from tests import paths
 from tests.pretrain.test_pretrain_data import make_config
@@ -54,7 +53,7 @@ def _file_of_example(shard_paths):
 def test_fewer_training_files_than_workers_says_how_many_shards_to_build(
     tmp_path):
   make_data(tmp_path, num_files=3)
-  fn = pretrain_data.get_input_fn(make_config(tmp_path, train_batch_size=4),
+  fn = pretrain_fixtures.input_fn(make_config(tmp_path, train_batch_size=4),
                                   True)
   with pytest.raises(UserError, match=r"4 input pipelines .* only 3 .*"
                      r"build_pretraining_dataset.py --num-shards 4"):
@@ -64,7 +63,7 @@ def test_fewer_training_files_than_workers_says_how_many_shards_to_build(
 def test_two_input_contexts_read_disjoint_files_a_global_batch_per_step(
     tmp_path):
   make_data(tmp_path, num_files=4, per_file=12)
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), True)
+  fn = pretrain_fixtures.input_fn(make_config(tmp_path), True)
   owner = _file_of_example(fn.files)
   for replicas_per_pipeline in (1, 2):
     files_read, examples = [], 0
@@ -84,7 +83,7 @@ def test_two_input_contexts_read_disjoint_files_a_global_batch_per_step(
 
 def test_resume_of_two_pipelines_continues_each_ones_stream(tmp_path):
   make_data(tmp_path, num_files=4, per_file=12)
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), True)
+  fn = pretrain_fixtures.input_fn(make_config(tmp_path), True)
   straight = [unbatch(fn(_context(i)), num_batches=6) for i in range(2)]
   # The trainer sets the global offset: 3 steps of the global batch.
   fn.skip_examples = 3 * GLOBAL_BATCH

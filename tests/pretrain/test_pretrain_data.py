@@ -11,6 +11,7 @@ from configure import PretrainingConfig
 from pretrain import masking
 from pretrain import pretrain_data
 from util.errors import UserError
+from tests import pretrain_fixtures as pf
 
 SEQ = 32
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
@@ -206,7 +207,7 @@ def test_mask_example_matches_mask_batch_rows_and_compiles():
 
 def test_batches_have_static_shapes(tmp_path):
   make_data(tmp_path)
-  dataset = pretrain_data.get_input_fn(make_config(tmp_path), True)()
+  dataset = pf.input_fn(make_config(tmp_path), True)()
   spec = dataset.element_spec
   for name in ("input_ids", "input_mask", "segment_ids", "masked_input_ids"):
     assert spec[name].shape == (8, SEQ) and spec[name].dtype == tf.int32
@@ -225,7 +226,7 @@ def test_same_seed_same_stream_other_seed_other_stream(tmp_path):
   make_data(tmp_path)
 
   def stream(seed):
-    fn = pretrain_data.get_input_fn(make_config(tmp_path, seed=seed), True)
+    fn = pf.input_fn(make_config(tmp_path, seed=seed), True)
     return unbatch(fn(), num_batches=8)
 
   first, again, other = stream(5), stream(5), stream(6)
@@ -241,7 +242,7 @@ def test_same_seed_same_stream_other_seed_other_stream(tmp_path):
 
 def test_each_epoch_masks_anew(tmp_path):
   all_ids = make_data(tmp_path)  # 48 examples, 6 batches of 8 per epoch
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), True, num_epochs=2)
+  fn = pf.input_fn(make_config(tmp_path), True, num_epochs=2)
   rows = unbatch(fn())
   assert len(rows) == 2 * len(all_ids)
   seen = collections.defaultdict(list)
@@ -263,7 +264,7 @@ def test_eval_reads_in_order_and_repeats(tmp_path):
   per_pass = len(all_ids) // 4  # eval batch 4
 
   def read(seed):
-    fn = pretrain_data.get_input_fn(make_config(tmp_path, seed=seed), False)
+    fn = pf.input_fn(make_config(tmp_path, seed=seed), False)
     return unbatch(fn(), num_batches=2 * per_pass + 3)
 
   rows, other = read(1), read(2)
@@ -279,8 +280,8 @@ def test_eval_reads_in_order_and_repeats(tmp_path):
 @pytest.mark.parametrize("is_training,num_files", [(True, 4), (False, 1)])
 def test_two_replicas_split_the_data(tmp_path, is_training, num_files):
   all_ids = make_data(tmp_path, num_files=num_files, per_file=48 // num_files)
-  fn = pretrain_data.get_input_fn(make_config(tmp_path, eval_batch_size=8),
-                                  is_training, num_epochs=1)
+  fn = pf.input_fn(make_config(tmp_path, eval_batch_size=8),
+                   is_training, num_epochs=1)
   single = by_example(unbatch(fn()))
   assert sorted(single) == sorted(all_ids)
   parts = []
@@ -300,7 +301,7 @@ def test_two_replicas_split_the_data(tmp_path, is_training, num_files):
 
 def test_global_batch_must_split_over_replicas(tmp_path):
   make_data(tmp_path)
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), True)
+  fn = pf.input_fn(make_config(tmp_path), True)
   context = tf.distribute.InputContext(num_input_pipelines=1,
                                        input_pipeline_id=0,
                                        num_replicas_in_sync=3)
@@ -312,8 +313,8 @@ def test_missing_glob_names_the_pattern(tmp_path):
   make_data(tmp_path)
   pattern = str(tmp_path / "nowhere" / "pretrain_data.tfrecord*")
   with pytest.raises(UserError) as e:
-    pretrain_data.get_input_fn(make_config(tmp_path), True,
-                               file_pattern=pattern)
+    pf.input_fn(make_config(tmp_path), True,
+                file_pattern=pattern)
   assert pattern in str(e.value)
 
 
@@ -322,7 +323,7 @@ def test_garbage_shard_names_the_file(tmp_path):
   bad = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-00009"
   bad.write_bytes(np.random.RandomState(0).bytes(700))
   with pytest.raises(UserError) as e:
-    pretrain_data.get_input_fn(make_config(tmp_path), True)
+    pf.input_fn(make_config(tmp_path), True)
   assert str(bad) in str(e.value)
 
 
@@ -331,7 +332,7 @@ def test_truncated_shard_names_the_file_during_iteration(tmp_path):
   bad = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-00002"
   data = bad.read_bytes()
   bad.write_bytes(data[:len(data) - 50])  # the first record still reads
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), True, num_epochs=1)
+  fn = pf.input_fn(make_config(tmp_path), True, num_epochs=1)
   with pytest.raises(UserError) as e:
     with fn.data_errors():
       for _ in fn():
@@ -346,7 +347,7 @@ def test_malformed_record_inside_a_shard_names_the_file(tmp_path):
   rng = np.random.RandomState(4)
   short = random_example(rng, seq_len=16)
   write_shard(bad, [random_example(rng), random_example(rng), short])
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), False)
+  fn = pf.input_fn(make_config(tmp_path), False)
   with pytest.raises(UserError) as e:
     with fn.data_errors():
       for _ in fn().take(20):
@@ -358,7 +359,7 @@ def test_empty_shard_is_skipped(tmp_path):
   all_ids = make_data(tmp_path)
   empty = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-00000a"
   empty.write_bytes(b"")
-  fn = pretrain_data.get_input_fn(make_config(tmp_path), True, num_epochs=1)
+  fn = pf.input_fn(make_config(tmp_path), True, num_epochs=1)
   assert str(empty) not in fn.files and len(fn.files) == 4
   assert sorted(by_example(unbatch(fn()))) == sorted(all_ids)
 
@@ -367,13 +368,13 @@ def test_wrong_sequence_length_says_both_lengths(tmp_path):
   make_data(tmp_path)
   config = PretrainingConfig("t", str(tmp_path), max_seq_length=64)
   with pytest.raises(UserError, match=r"32 values.*max_seq_length is 64"):
-    pretrain_data.get_input_fn(config, True)
+    pf.input_fn(config, True)
 
 
 def test_vocab_without_mask_names_the_vocab(tmp_path):
   make_data(tmp_path, vocab=[t for t in VOCAB if t != "[MASK]"])
   with pytest.raises(UserError, match=r"vocab.txt lacks.*\[MASK\]"):
-    pretrain_data.get_input_fn(make_config(tmp_path), True)
+    pf.input_fn(make_config(tmp_path), True)
 
 
 def test_special_ids_come_from_the_vocab(tmp_path):
@@ -387,9 +388,9 @@ def test_skip_examples_continues_the_stream_at_another_batch_size(tmp_path):
   """Resuming at an example offset with a new batch gives the same examples
   (and masks) an uninterrupted run would have read next."""
   make_data(tmp_path)
-  straight = unbatch(pretrain_data.get_input_fn(make_config(tmp_path),
-                                                True)(), num_batches=6)
-  fn = pretrain_data.get_input_fn(
+  straight = unbatch(pf.input_fn(make_config(tmp_path),
+                                 True)(), num_batches=6)
+  fn = pf.input_fn(
       make_config(tmp_path, train_batch_size=4), True)
   fn.skip_examples = 16
   resumed = unbatch(fn(), num_batches=8)

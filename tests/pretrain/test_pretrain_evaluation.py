@@ -5,7 +5,6 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import builders
 from model import samplers
 from pretrain import eval_metrics
 from pretrain import evaluation
@@ -18,7 +17,7 @@ BATCH, SEQ_LEN, PREDS, VOCAB = 4, 16, 3, 40
 def _eval_results(config, features, weights=None):
   """Eval-metric results of one batch through `make_eval_step`."""
   tf_keras.utils.set_random_seed(1234)
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   model(features, training=False)
   if weights is not None:
     model.set_weights(weights)
@@ -91,7 +90,7 @@ def test_evaluation_draws_from_the_configured_sampler_without_warmup(mode):
   config = fx.tiny_config(VOCAB, SEQ_LEN, PREDS, sampling=mode,
                           sampling_warmup_steps=1000)
   tf_keras.utils.set_random_seed(1234)
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   model(features, training=False)
   _spread_distributions(model)
   got = _eval_outputs(model, config, features)
@@ -130,7 +129,7 @@ def test_hardness_accuracies_are_filed_under_the_distribution_drawn_from(
 def _evaluated(config, features, step):
   """`evaluation`'s merged results of one batch evaluated at `step`."""
   tf_keras.utils.set_random_seed(1234)
-  model = builders.build_pretrainer(config)
+  model = fx.build_pretrainer(config)
   model(features, training=False)
   _spread_distributions(model)
   eval_step = evaluation.make_eval_step(model, tf.distribute.get_strategy())

@@ -89,11 +89,10 @@ def _harness(flags, data_dir, model_name, hparams, **env):
 
 def _trainer(config, log):
   """A PretrainingTrainer in this process, set up as run_pretraining.py does."""
-  from pretrain import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
   from util import process_setup  # pylint: disable=g-import-not-at-top
   process_setup.set_up_process(config.mixed_precision, config.seed,
                                checkpointed_dropout=True)
-  return trainer_lib.PretrainingTrainer(config, log=log)
+  return pretrain_fixtures.trainer(config, log=log)
 
 
 def _checkpoint_dir(data_dir, model_name):

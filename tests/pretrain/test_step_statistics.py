@@ -6,7 +6,6 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from model import builders
 from pretrain import eval_metrics
 from pretrain import step_statistics
 from tests import pretrain_fixtures as fx
@@ -20,7 +19,7 @@ _LOG_PG = (-150.0, -130.0, -110.0, -90.0)
 
 def _hp_dist_with_huge_ratios(features):
   tf_keras.utils.set_random_seed(1234)
-  model = builders.build_pretrainer(
+  model = fx.build_pretrainer(
       fx.tiny_config(VOCAB, SEQ_LEN, PREDS, sampling="hp_dist"))
   model(features, training=False)
   sampling_bias = np.zeros(VOCAB, np.float32)

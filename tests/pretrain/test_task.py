@@ -8,12 +8,21 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+import configure_specs
 from pretrain import task as task_lib
 from tests import pretrain_fixtures as fx
 from util import process_setup
 from util.errors import UserError
 
 BATCH, SEQ_LEN, PREDS, VOCAB = 4, 16, 3, 40
+
+
+def _task(config, strategy):
+  """The `PretrainingTask` of `config`'s specs, as the trainer makes it."""
+  specs = configure_specs.pretraining_specs(config)
+  return task_lib.PretrainingTask(specs.network, specs.objective,
+                                  specs.masking, specs.optimization,
+                                  specs.runtime, strategy)
 
 
 @pytest.fixture
@@ -26,7 +35,7 @@ def task():
                           num_train_steps=10, num_warmup_steps=0)
   process_setup.set_up_process(config.mixed_precision, config.seed)
   try:
-    yield task_lib.PretrainingTask(config, tf.distribute.get_strategy())
+    yield _task(config, tf.distribute.get_strategy())
   finally:
     if not was_enabled:
       experimental.disable_tf_random_generator()
@@ -62,4 +71,4 @@ def test_a_batch_that_does_not_split_over_the_replicas_is_refused():
   with pytest.raises(UserError, match="train_batch_size 8 is not divisible "
                      "by the 3 replicas x 1 gradient_accumulation_steps; "
                      "use a multiple of 3"):
-    task_lib.PretrainingTask(config, strategy)
+    _task(config, strategy)

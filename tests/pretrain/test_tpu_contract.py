@@ -17,9 +17,7 @@ import tensorflow as tf
 
 import run_pretraining
 from finetune import preprocessing
-from pretrain import pretrain_data
 from pretrain import step_statistics
-from pretrain import trainer as trainer_lib
 from tests import pretrain_fixtures
 from util import process_setup
 
@@ -63,8 +61,8 @@ def trainer_and_batches(data_dir):
                                checkpointed_dropout=True)
   process_setup.set_up_process(config.mixed_precision, config.seed,
                                checkpointed_dropout=True)
-  trainer = trainer_lib.PretrainingTrainer(config, log=lambda _: None)
-  dataset = pretrain_data.get_input_fn(config, is_training=True)()
+  trainer = pretrain_fixtures.trainer(config, log=lambda _: None)
+  dataset = pretrain_fixtures.input_fn(config, is_training=True)()
   return trainer, list(dataset.take(LOOP_STEPS))
 
 
@@ -117,7 +115,7 @@ def test_every_training_and_evaluation_dataset_has_static_batches(data_dir):
                                        input_pipeline_id=1,
                                        num_replicas_in_sync=4)
   for is_training in (True, False):
-    fn = pretrain_data.get_input_fn(config, is_training)
+    fn = pretrain_fixtures.input_fn(config, is_training)
     batch = config.train_batch_size if is_training else config.eval_batch_size
     assert set(_batch_dims(fn()).values()) == {batch}
     assert set(_batch_dims(fn(context)).values()) == {batch // 4}

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+import configure_specs
 from text import tokenization
 from util.errors import UserError
 from tests import finetune_fixtures as ff
@@ -205,7 +206,7 @@ def test_sentencepiece_without_special_tokens(tmp_path):
     tokenization.SentencePieceTokenizer(str(tmp_path / "none.model"))
 
 
-def test_tokenizer_for_takes_a_file_a_data_dir_or_a_config(tmp_path):
+def test_tokenizer_for_takes_a_file_a_data_dir_or_a_vocabulary_spec(tmp_path):
   model = _train_sentencepiece(tmp_path, "sp")
   sp_dir, wp_dir = tmp_path / "sp_data", tmp_path / "wp_data"
   sp_dir.mkdir()
@@ -220,9 +221,12 @@ def test_tokenizer_for_takes_a_file_a_data_dir_or_a_config(tmp_path):
     assert tok.kind == "wordpiece" and not tok.do_lower_case
   config = ff.tiny_config(data_dir=sp_dir, vocab_file=None, vocab_size=300)
   assert config.vocab_file == str(sp_dir / "sentencepiece.model")
-  tok = tokenization.tokenizer_for(config)
+  tok = tokenization.tokenizer_for(
+      configure_specs.VocabularySpec.from_config(config))
   assert tok.kind == "sentencepiece" and tok.vocab_file == config.vocab_file
-  tok = tokenization.tokenizer_for(ff.tiny_config())  # The fixtures' vocab.txt.
+  # The fixtures' vocab.txt.
+  tok = tokenization.tokenizer_for(
+      configure_specs.VocabularySpec.from_config(ff.tiny_config()))
   assert tok.kind == "wordpiece" and tok.do_lower_case
   assert tokenization.load_vocabulary(model) == tokenization.tokenizer_for(
       model).vocab

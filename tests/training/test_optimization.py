@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from training import optimization
+from tests import pretrain_fixtures as pf
 
 
 def test_frozen_variables_move_only_after_frozen_steps():
@@ -38,7 +39,7 @@ def test_no_frozen_steps_freezes_nothing():
 def test_the_frozen_names_are_ds_encoder_with_the_shared_embeddings():
   from model import builders  # pylint: disable=g-import-not-at-top
   from tests import pretrain_fixtures  # pylint: disable=g-import-not-at-top
-  model = builders.build_pretrainer_with_variables(
+  model = pf.build_pretrainer_with_variables(
       pretrain_fixtures.tiny_config())
   names = set(builders.encoder_variable_names(model))
   word = model.discriminator.encoder.embeddings.word_embeddings.embeddings
