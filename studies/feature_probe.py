@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402 (after tensorflow_startup)
 import tf_keras  # noqa: E402
 
 import configure  # noqa: E402
+import configure_specs  # noqa: E402
 from finetune import readers  # noqa: E402
 from model import checkpoints  # noqa: E402
 from model.builders import build_discriminator_encoder  # noqa: E402
@@ -151,11 +152,11 @@ def main(argv=None):
     hparams = json.loads(args.hparams)
   except ValueError as e:
     raise UserError("--hparams is not JSON: %s" % e)
-  config = configure.FinetuningConfig(
+  specs = configure_specs.finetuning_specs(configure.FinetuningConfig(
       model_name="feature_probe", data_dir=args.data_dir,
-      task_names=[args.task], max_seq_length=args.max_seq_length, **hparams)
+      task_names=[args.task], max_seq_length=args.max_seq_length, **hparams))
   task_dir = "%s/finetuning_data/%s" % (args.data_dir, args.task)
-  tokenizer = tokenization.tokenizer_for(config.vocab_file)
+  tokenizer = tokenization.tokenizer_for(specs.vocabulary.vocab_file)
   splits = [read_split(readers.find_split_file(args.task, task_dir, split,
                                                [split + ".tsv"]),
                        tokenizer, args.max_seq_length, args.text_column,
@@ -167,14 +168,14 @@ def main(argv=None):
         args.task, ", ".join(unknown[:5])))
   labels = [np.array([names.index(v) for v in s[2]]) for s in splits]
   tf_keras.utils.set_random_seed(args.seed)
-  encoder = build_discriminator_encoder(config)
+  encoder = build_discriminator_encoder(specs.network)
   encoder_features(encoder, splits[0][0][:1], splits[0][1][:1])  # builds it
   if args.checkpoint != "none":
     checkpoints.restore_discriminator(encoder, args.checkpoint)
   features = [encoder_features(encoder, s[0], s[1]) for s in splits]
   if args.checkpoint == "none":
     for f, counts in zip(features, bag_of_words(
-        [s[:2] for s in splits], config.vocab_size)):
+        [s[:2] for s in splits], specs.network.vocab_size)):
       f["bag_of_words"] = counts
   results = {}
   for name in features[0]:
