@@ -160,7 +160,9 @@ class StepRunner(object):
           config.clip_norm, jit_compile=config.jit_compile)
     else:
       replica_step = make_step(self.model, self.optimizer)
-    self.step = tf.function(lambda features: replica_step(features)[0])
+    # No autograph: as in the trainers (docs/performance.md, "Start-up").
+    self.step = tf.function(lambda features: replica_step(features)[0],
+                            autograph=False)
 
   def run(self, batches, steps):
     """Runs `steps` train steps; returns (wall, process CPU) seconds."""

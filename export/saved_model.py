@@ -124,28 +124,30 @@ def _attach_signatures(module, outputs, text_inputs, max_query_length=None,
     return dict(model_outputs(features),
                 **{k: features[k] for k in encoded if k in features})
 
+  # No autograph below: nothing branches on a tensor, and converting
+  # every Keras layer costs seconds (docs/performance.md, "Start-up").
   if text_inputs == "question":
-    @tf.function(input_signature=[_TEXT, _TEXT])
+    @tf.function(autograph=False, input_signature=[_TEXT, _TEXT])
     def serve_text(question, context):
       return with_inputs(module.encoder.encode_question(
           question, context, max_query_length))
 
-    @tf.function(input_signature=[_IDS] * 4)
+    @tf.function(autograph=False, input_signature=[_IDS] * 4)
     def serve_ids(input_ids, input_mask, segment_ids, paragraph_mask):
       return outputs(module.predict, dict(
           input_ids=input_ids, input_mask=input_mask,
           segment_ids=segment_ids, paragraph_mask=paragraph_mask))
   else:
     if text_inputs == "pair":
-      @tf.function(input_signature=[_TEXT, _TEXT])
+      @tf.function(autograph=False, input_signature=[_TEXT, _TEXT])
       def serve_text(text, text_b):
         return with_inputs(module.encoder.encode(text, text_b))
     else:
-      @tf.function(input_signature=[_TEXT])
+      @tf.function(autograph=False, input_signature=[_TEXT])
       def serve_text(text):
         return with_inputs(module.encoder.encode(text))
 
-    @tf.function(input_signature=[_IDS] * 3)
+    @tf.function(autograph=False, input_signature=[_IDS] * 3)
     def serve_ids(input_ids, input_mask, segment_ids):
       return model_outputs(dict(input_ids=input_ids, input_mask=input_mask,
                                 segment_ids=segment_ids))

@@ -191,6 +191,9 @@ class Trainer(object):
         loss_fn, lambda: model.trainable_variables, optimizer,
         self.training.clip_norm, jit_compile=self.jit_compile)
 
+    # No autograph below: nothing branches on a tensor, and converting
+    # every Keras layer costs seconds (docs/performance.md, "Start-up").
+    @tf.autograph.experimental.do_not_convert
     def step_fn(features):
       loss, _, skipped = replica_step(features)
       return loss, skipped / strategy.num_replicas_in_sync
@@ -309,7 +312,9 @@ class Trainer(object):
     if self._predict_step is None:
       model, task, strategy = self.model, self.task, self.strategy
 
-      @tf.function
+      # No autograph below: nothing branches on a tensor, and converting
+      # every Keras layer costs seconds (docs/performance.md, "Start-up").
+      @tf.function(autograph=False)
       def predict_step(batch):
         def replica_fn(features):
           outputs = task.eval_outputs(model(features, training=False),

@@ -100,7 +100,7 @@ def per_example_uniform(seeds, shape):
 _BLOCK = 128
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _block_masses(log_probs, row_max):
   """exp(log_probs - row_max) summed per block of _BLOCK tokens.
 

@@ -100,7 +100,9 @@ def make_eval_step(model, strategy, report_focal_loss=False):
       batch.update({k + "_pG": under_pg[k] for k in _ESTIMATOR_KEYS})
     return batch
 
-  @tf.function
+  # No autograph below: nothing branches on a tensor, and converting
+  # every Keras layer costs seconds (docs/performance.md, "Start-up").
+  @tf.function(autograph=False)
   def eval_step(iterator, step=0):
     return strategy.run(replica_fn, args=(next(iterator), step))
 

@@ -84,6 +84,9 @@ class PretrainingTask(object):
     steps on the iterator's batches."""
     strategy = self.strategy
 
+    # No autograph below: nothing branches on a tensor, and converting
+    # every Keras layer costs seconds (docs/performance.md, "Start-up").
+    @tf.autograph.experimental.do_not_convert
     def one_step(iterator):
       per_replica = strategy.run(self._replica_step, args=(next(iterator),))
       return {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)

@@ -65,7 +65,7 @@ def _scale(x, seed, rate):
   return x * keep_scale(tf.shape(x), seed, rate, x.dtype)
 
 
-_scale_compiled = tf.function(_scale, jit_compile=True)
+_scale_compiled = tf.function(_scale, jit_compile=True, autograph=False)
 
 
 def _scale_fused_or_compiled(x, seed, rate):
