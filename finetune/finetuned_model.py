@@ -17,7 +17,7 @@ from finetune import preprocessing
 from finetune import task_builder
 from finetune.model import FinetuningModel
 from finetune.trainer import BEST_DIR
-from model import saved_config
+from interop import saved_config
 from model.builders import build_discriminator_encoder
 from util import io_utils
 from util.errors import UserError

@@ -22,9 +22,9 @@ from finetune import preprocessing
 from finetune import results as results_lib
 from finetune import task_builder
 from finetune.trainer import Trainer
+from interop import checkpoints
 from interop import loader as interop_loader
-from model import checkpoints
-from model import saved_config
+from interop import saved_config
 from model import transformer_hparams
 from util import distribution
 from util import io_utils

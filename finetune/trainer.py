@@ -30,8 +30,8 @@ from finetune import reinit
 from finetune import start_geometry
 from finetune import scorer as scorer_lib
 from finetune.model import FinetuningModel
+from interop import checkpoints
 from interop import loader as interop_loader
-from model import checkpoints
 from model.builders import build_discriminator_encoder
 from training import loop as loop_lib
 from training import optimization

@@ -33,7 +33,7 @@ import tf_keras  # noqa: E402
 import configure  # noqa: E402
 import configure_specs  # noqa: E402
 from finetune import readers  # noqa: E402
-from model import checkpoints  # noqa: E402
+from interop import checkpoints  # noqa: E402
 from model.builders import build_discriminator_encoder  # noqa: E402
 from text import tokenization  # noqa: E402
 from util.cli import run_main  # noqa: E402
