@@ -57,8 +57,8 @@ class Trainer(object):
   """One trial of one task.
 
   Args:
-    specs: the run's configure_specs.FinetuningSpecs; read are its
-      `network` (the encoder), `training` (start, schedule, optimizer,
+    specs: the run's configure_finetuning_specs.FinetuningSpecs; read are
+      its `network` (the encoder), `training` (start, schedule, optimizer,
       batches) and `runtime` (strategy, jit_compile).
     task: a `Task`.
     strategy: a `tf.distribute.Strategy` (from `util.distribution`).

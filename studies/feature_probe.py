@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402 (after tensorflow_startup)
 import tf_keras  # noqa: E402
 
 import configure  # noqa: E402
-import configure_specs  # noqa: E402
+import configure_finetuning_specs  # noqa: E402
 from finetune import readers  # noqa: E402
 from interop import checkpoints  # noqa: E402
 from model.builders import build_discriminator_encoder  # noqa: E402
@@ -152,9 +152,11 @@ def main(argv=None):
     hparams = json.loads(args.hparams)
   except ValueError as e:
     raise UserError("--hparams is not JSON: %s" % e)
-  specs = configure_specs.finetuning_specs(configure.FinetuningConfig(
-      model_name="feature_probe", data_dir=args.data_dir,
-      task_names=[args.task], max_seq_length=args.max_seq_length, **hparams))
+  specs = configure_finetuning_specs.finetuning_specs(
+      configure.FinetuningConfig(
+          model_name="feature_probe", data_dir=args.data_dir,
+          task_names=[args.task], max_seq_length=args.max_seq_length,
+          **hparams))
   task_dir = "%s/finetuning_data/%s" % (args.data_dir, args.task)
   tokenizer = tokenization.tokenizer_for(specs.vocabulary.vocab_file)
   splits = [read_split(readers.find_split_file(args.task, task_dir, split,
