@@ -18,15 +18,12 @@ hparams' documentation (configure_fields.py) describe them too.
   run            RunSpec: the model directory, the schedule of steps,
                  saves and evaluations, and the weights a run starts from
   vocabulary     VocabularySpec: the vocabulary file and its casing
-  task           FinetuningTaskSpec: what a fine-tuning task reads (its
-                 files, example lengths, head, SQuAD's windows and spans)
-  training       FinetuningTrainingSpec: one fine-tuning trial's start,
-                 schedule, optimizer and batches
 
 `pretraining_specs(config)` makes the pre-training ones from a
-`PretrainingConfig` (`PretrainingSpecs`), `finetuning_specs(config)` the
-fine-tuning ones from a `FinetuningConfig` (`FinetuningSpecs`: network,
-runtime, vocabulary, task, training).
+`PretrainingConfig` (`PretrainingSpecs`). Fine-tuning's own specs (a
+task's, a trial's) and `finetuning_specs` are in
+configure_finetuning_specs.py, which shares the network, runtime and
+vocabulary specs and the helpers below.
 """
 
 import collections
@@ -36,18 +33,18 @@ from typing import Mapping
 from typing import Optional
 
 
-def _read_only(mapping):
+def read_only(mapping):
   """A read-only copy of `mapping` (None stays None)."""
   return None if mapping is None else types.MappingProxyType(dict(mapping))
 
 
-def _loss_scale(config):
+def initial_loss_scale(config):
   """The initial dynamic loss scale of `config` under float16, else None."""
   return (config.initial_loss_scale if config.mixed_precision == "float16"
           else None)
 
 
-def _from(cls, config, **derived):
+def spec_from(cls, config, **derived):
   """A `cls` of `config`'s attributes of the same names as its fields,
   except those in `derived`."""
   values = {f.name: getattr(config, f.name) for f in dataclasses.fields(cls)
@@ -99,9 +96,9 @@ class NetworkSpec(object):
     untied = {name: getattr(config, name, False) for name in (
         "untied_generator", "untied_generator_embeddings",
         "untied_mlm_output")}
-    return _from(cls, config,
-                 discriminator=_read_only(config.model_hparams),
-                 generator=_read_only(getattr(config, "generator_hparams",
+    return spec_from(cls, config,
+                 discriminator=read_only(config.model_hparams),
+                 generator=read_only(getattr(config, "generator_hparams",
                                               None)), **untied)
 
 
@@ -146,7 +143,7 @@ class ObjectiveSpec(object):
 
   @classmethod
   def from_config(cls, config):
-    return _from(cls, config,
+    return spec_from(cls, config,
                  temperature_decay_steps=(config.temperature_decay_steps or
                                           config.num_train_steps),
                  fixed_generator=bool(config.generator_checkpoint))
@@ -167,7 +164,7 @@ class MaskingSpec(object):
 
   @classmethod
   def from_config(cls, config):
-    return _from(cls, config)
+    return spec_from(cls, config)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +197,7 @@ class OptimizationSpec(object):
 
   @classmethod
   def from_config(cls, config):
-    return _from(cls, config, loss_scale=_loss_scale(config))
+    return spec_from(cls, config, loss_scale=initial_loss_scale(config))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,7 +224,7 @@ class DataSpec(object):
 
   @classmethod
   def from_config(cls, config):
-    return _from(cls, config, train_shards=_read_only(config.train_shards))
+    return spec_from(cls, config, train_shards=read_only(config.train_shards))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,7 +256,7 @@ class RuntimeSpec(object):
   @classmethod
   def from_config(cls, config):
     """Of a `PretrainingConfig` or a `FinetuningConfig`."""
-    return _from(cls, config)
+    return spec_from(cls, config)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,7 +286,7 @@ class RunSpec(object):
 
   @classmethod
   def from_config(cls, config):
-    return _from(cls, config)
+    return spec_from(cls, config)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,82 +304,7 @@ class VocabularySpec(object):
   @classmethod
   def from_config(cls, config):
     """Of a `PretrainingConfig` or a `FinetuningConfig`."""
-    return _from(cls, config)
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuningTaskSpec(object):
-  """What a fine-tuning task reads (finetune/task.py and its subclasses).
-
-  data_dir: the data directory (the task's files are under
-    `<data_dir>/finetuning_data/<task>/`); model_dir: the model's (a task
-    of your own keeps its labels there).
-  do_train: the run fine-tunes (a task of your own then records its
-    labels).
-  max_seq_length: the tokens of one feature; do_lower_case: SQuAD's answer
-    text is matched lower-cased.
-  encoder: the discriminator's transformer hparams (the heads' widths,
-    activation, dropout and initializer range), read-only.
-  classifier_pooling: what a sentence (pair) head reads, "cls" or "mean".
-  max_query_length, doc_stride, n_best_size, max_answer_length,
-    answerable_weight: SQuAD's windows, answer spans and SQuAD 2.0's loss.
-  """
-
-  data_dir: str
-  model_dir: str
-  do_train: bool
-  max_seq_length: int
-  do_lower_case: bool
-  encoder: Mapping
-  classifier_pooling: str
-  max_query_length: int
-  doc_stride: int
-  n_best_size: int
-  max_answer_length: int
-  answerable_weight: float
-
-  @classmethod
-  def from_config(cls, config):
-    """Of a `FinetuningConfig`."""
-    return _from(cls, config, encoder=_read_only(config.model_hparams))
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuningTrainingSpec(object):
-  """One fine-tuning trial's start, schedule and update
-  (finetune/trainer.py).
-
-  reinit_top_layers, shrink_to_fresh: how the pre-trained encoder starts.
-  learning_rate, num_train_epochs, warmup_proportion: the schedule (linear
-    warmup over that fraction of the steps, linear decay to 0).
-  layerwise_lr_decay, layerwise_lr_decay_rule: the encoder's rates per
-    layer.
-  weight_decay_rate, adam_epsilon: AdamW's; clip_norm: the gradients'
-    global-norm clip.
-  train_batch_size, eval_batch_size: the global batches.
-  loss_scale: the initial dynamic loss scale under float16, else None.
-  log_every: steps between progress lines.
-  """
-
-  reinit_top_layers: int
-  shrink_to_fresh: float
-  learning_rate: float
-  num_train_epochs: float
-  warmup_proportion: float
-  layerwise_lr_decay: float
-  layerwise_lr_decay_rule: str
-  weight_decay_rate: float
-  adam_epsilon: float
-  clip_norm: float
-  train_batch_size: int
-  eval_batch_size: int
-  loss_scale: Optional[float]
-  log_every: int
-
-  @classmethod
-  def from_config(cls, config):
-    """Of a `FinetuningConfig`."""
-    return _from(cls, config, loss_scale=_loss_scale(config))
+    return spec_from(cls, config)
 
 
 PretrainingSpecs = collections.namedtuple(
@@ -399,18 +321,3 @@ def pretraining_specs(config):
       MaskingSpec.from_config(config), OptimizationSpec.from_config(config),
       DataSpec.from_config(config), RuntimeSpec.from_config(config),
       RunSpec.from_config(config), VocabularySpec.from_config(config))
-
-
-FinetuningSpecs = collections.namedtuple(
-    "FinetuningSpecs", "network runtime vocabulary task training")
-FinetuningSpecs.__doc__ = """Every spec of a fine-tuning config: what
-finetune/runner.py hands its parts."""
-
-
-def finetuning_specs(config):
-  """The `FinetuningSpecs` of a `configure.FinetuningConfig`."""
-  return FinetuningSpecs(
-      NetworkSpec.from_config(config), RuntimeSpec.from_config(config),
-      VocabularySpec.from_config(config),
-      FinetuningTaskSpec.from_config(config),
-      FinetuningTrainingSpec.from_config(config))

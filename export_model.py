@@ -52,7 +52,7 @@ tensorflow_startup()
 
 import configure  # pylint: disable=g-import-not-at-top
 import configure_specs  # pylint: disable=g-import-not-at-top
-from model import saved_config
+from interop import saved_config
 from util import hparams as hparams_lib
 from util import io_utils
 from text import vocab_fingerprint
@@ -189,8 +189,8 @@ def _pretrained_source(args, user):
   the model directory of --data-dir/--model-name, or --checkpoint (its
   hyperparameters adopted from the files beside it)."""
   from interop import adoption  # pylint: disable=g-import-not-at-top
+  from interop import checkpoints
   from interop import convert
-  from model import checkpoints
   if args.checkpoint is None:
     model_dir = user.get("model_dir") or posixpath.join(
         args.data_dir, "models", args.model_name)

@@ -102,7 +102,7 @@ def main(argv=None):
 def _pretrain(config, strategy):
   """Trains and/or evaluates, with the model directory locked."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import saved_config
+  from interop import saved_config
   from pretrain import trainer as trainer_lib
   from util import process_setup
   from util import xla_fusion

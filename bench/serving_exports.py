@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-import configure_specs
+import configure_finetuning_specs
 from export import saved_model
 from export import tflite
 from export.text_encoder import TextEncoder
@@ -78,7 +78,7 @@ def export_both(model_dir, data_dir, task_name, trial, work_dir, log=print):
       ("saved_model", "saved_model"), ("tokenizer_saved_model", "tokenizer"),
       ("tflite", "tflite"), ("tflite_int8", "tflite_int8"),
       ("hf_folder", "hf"))}
-  specs = configure_specs.finetuning_specs(config)
+  specs = configure_finetuning_specs.finetuning_specs(config)
   saved_model.export_task_saved_model(model, task, specs.vocabulary,
                                       paths["saved_model"], log=log)
   export_tokenizer(config, task, paths["tokenizer_saved_model"])

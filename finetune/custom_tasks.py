@@ -367,8 +367,8 @@ TASK_CLASSES = {"classification": CustomClassificationTask,
 
 def build_task(settings, name, tokenizer):
   """The task described by `<data_dir>/finetuning_data/<name>/task.json`,
-  of a configure_specs.FinetuningTaskSpec (`settings`, whose data_dir it
-  reads) and a tokenizer."""
+  of a configure_finetuning_specs.FinetuningTaskSpec (`settings`, whose
+  data_dir it reads) and a tokenizer."""
   spec = task_spec.load_spec(
       task_spec.task_json_path(settings.data_dir, name), name)
   return TASK_CLASSES[spec.type](settings, tokenizer, spec)

@@ -12,12 +12,12 @@ import numpy as np
 import tensorflow as tf
 
 import configure
-import configure_specs
+import configure_finetuning_specs
 from finetune import preprocessing
 from finetune import task_builder
 from finetune.model import FinetuningModel
 from finetune.trainer import BEST_DIR
-from model import saved_config
+from interop import saved_config
 from model.builders import build_discriminator_encoder
 from util import io_utils
 from util.errors import UserError
@@ -60,7 +60,7 @@ def load_finetuned(model_dir, data_dir, task_name, trial=1, log=print):
     raise UserError("no fine-tuned checkpoint in %s (trials 1 to %d were "
                     "run; pick one with --trial)." % (best_dir,
                                                       config.num_trials))
-  specs = configure_specs.finetuning_specs(config)
+  specs = configure_finetuning_specs.finetuning_specs(config)
   task = task_builder.get_task(
       specs.task, task_name,
       preprocessing.build_tokenizer(specs.vocabulary,

@@ -17,14 +17,14 @@ from absl import logging as absl_logging
 import tensorflow as tf
 
 import configure
-import configure_specs
+import configure_finetuning_specs
 from finetune import preprocessing
 from finetune import results as results_lib
 from finetune import task_builder
 from finetune.trainer import Trainer
+from interop import checkpoints
 from interop import loader as interop_loader
-from model import checkpoints
-from model import saved_config
+from interop import saved_config
 from model import transformer_hparams
 from util import distribution
 from util import io_utils
@@ -144,7 +144,7 @@ def run_task(config, task, splits, strategy, init_checkpoint):
   `splits` is `_load_splits(config, task)`: (train, evals, tests).
   """
   train, evals, tests = splits
-  specs = configure_specs.finetuning_specs(config)
+  specs = configure_finetuning_specs.finetuning_specs(config)
   task_dir = os.path.join(config.model_dir, "finetuning_models", task.name)
   finished = _finished_trials(config, task_dir, task.name)
   write_json_atomic(os.path.join(task_dir, "config.json"), config.to_dict())
@@ -186,7 +186,7 @@ def run_finetuning(config):
   absl_logging.set_verbosity(absl_logging.WARNING)
   log = functools.partial(print, flush=True)
   config = configure.resolve_precision(config, log)
-  specs = configure_specs.finetuning_specs(config)
+  specs = configure_finetuning_specs.finetuning_specs(config)
   xla_fusion.resolve(specs.runtime, log)
   process_setup.set_up_process(config.mixed_precision, config.seed)
   strategy = distribution.get_strategy(specs.runtime)

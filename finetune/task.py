@@ -36,9 +36,9 @@ class Task(object):
     test_splits: splits predicted by `write_test_outputs`.
 
   Args:
-    settings: the run's configure_specs.FinetuningTaskSpec (data and model
-      directories, lengths, the encoder's sizes for the head, SQuAD's
-      settings), kept as `self.settings`.
+    settings: the run's configure_finetuning_specs.FinetuningTaskSpec
+      (data and model directories, lengths, the encoder's sizes for the
+      head, SQuAD's settings), kept as `self.settings`.
     tokenizer: the project's tokenizer of the model's vocabulary.
   """
 

@@ -40,8 +40,8 @@ def check_task_names(names, data_dir=None):
 
 def get_task(settings, name, tokenizer):
   """The task called `name`, built for `settings` (a
-  configure_specs.FinetuningTaskSpec): a built-in task, or the one
-  described by `<settings.data_dir>/finetuning_data/<name>/task.json`."""
+  configure_finetuning_specs.FinetuningTaskSpec): a built-in task, or the
+  one described by `<settings.data_dir>/finetuning_data/<name>/task.json`."""
   check_task_names([name], settings.data_dir)
   if name in TASKS:
     if task_spec.has_task_json(settings.data_dir, name):

@@ -30,8 +30,8 @@ from finetune import reinit
 from finetune import start_geometry
 from finetune import scorer as scorer_lib
 from finetune.model import FinetuningModel
+from interop import checkpoints
 from interop import loader as interop_loader
-from model import checkpoints
 from model.builders import build_discriminator_encoder
 from training import loop as loop_lib
 from training import optimization
@@ -57,8 +57,8 @@ class Trainer(object):
   """One trial of one task.
 
   Args:
-    specs: the run's configure_specs.FinetuningSpecs; read are its
-      `network` (the encoder), `training` (start, schedule, optimizer,
+    specs: the run's configure_finetuning_specs.FinetuningSpecs; read are
+      its `network` (the encoder), `training` (start, schedule, optimizer,
       batches) and `runtime` (strategy, jit_compile).
     task: a `Task`.
     strategy: a `tf.distribute.Strategy` (from `util.distribution`).

@@ -20,9 +20,9 @@ the source, and the config records it (`adopted_from`, saved in config.json).
 
 import posixpath
 
+from interop import checkpoints
 from interop import convert
 from interop.safetensors_io import copy_atomic
-from model import checkpoints
 from util import io_utils
 from text import vocab_fingerprint
 from text import vocab_layout

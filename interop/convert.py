@@ -17,10 +17,10 @@ import posixpath
 import numpy as np
 
 import configure
+from interop import checkpoints
 from interop import hf
 from interop import loader
-from model import checkpoints
-from model import saved_config
+from interop import saved_config
 from util import io_utils
 from text import vocab_layout
 from util.errors import UserError

@@ -18,10 +18,10 @@ import posixpath
 
 import tensorflow as tf
 
+from interop import checkpoints
 from interop import hf
 from interop import names
 from interop import tf1
-from model import checkpoints
 from util import export_marker
 from util import io_utils
 from util.errors import UserError

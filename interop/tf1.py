@@ -21,8 +21,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from interop import checkpoints
 from interop import names
-from model import checkpoints
 from interop.safetensors_io import copy_atomic
 from util import export_marker
 from util import io_utils

@@ -11,7 +11,7 @@ same command resumes exactly where the last checkpoint left off. Under
 MultiWorkerMirroredStrategy only the chief writes to the model directory;
 the other workers save their (identical) checkpoints to a temporary
 directory, as every worker must take part in saving. Saves are atomic
-(model/checkpoints.save_checkpoint).
+(interop/checkpoints.save_checkpoint).
 """
 
 import collections
@@ -21,9 +21,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from interop import checkpoints as checkpoints_lib
 from interop import loader as interop_loader
 from model import builders
-from model import checkpoints as checkpoints_lib
 from pretrain import data_stream
 from util.errors import UserError
 

@@ -319,7 +319,7 @@ def get_input_fn(data, masking, is_training, file_pattern=None,
   files = shards.find_shards(pattern, hparam)
   shards.check_manifest(files, pattern, hparam)
   shards.check_vocabulary(files, data.vocab_file, hparam)
-  # Recorded in config.json; a resume compares (model/saved_config.py).
+  # Recorded in config.json; a resume compares (interop/saved_config.py).
   shard_set = (shard_identity.shard_set(files)
                if is_training and file_pattern is None else None)
   files, file_ids = shards.check_shards(files, masking.max_seq_length,

@@ -11,7 +11,7 @@ evaluation.py), reusing one traced eval step.
 
 import tensorflow as tf
 
-from model import checkpoints as checkpoints_lib
+from interop import checkpoints as checkpoints_lib
 from pretrain import checkpointing
 from pretrain import data_stream
 from pretrain import evaluation

@@ -31,9 +31,9 @@ import numpy as np  # noqa: E402 (after tensorflow_startup)
 import tf_keras  # noqa: E402
 
 import configure  # noqa: E402
-import configure_specs  # noqa: E402
+import configure_finetuning_specs  # noqa: E402
 from finetune import readers  # noqa: E402
-from model import checkpoints  # noqa: E402
+from interop import checkpoints  # noqa: E402
 from model.builders import build_discriminator_encoder  # noqa: E402
 from text import tokenization  # noqa: E402
 from util.cli import run_main  # noqa: E402
@@ -130,6 +130,20 @@ def bag_of_words(splits, vocab_size):
   return [c[:, seen] for c in counts]
 
 
+def _finetuning_specs(args):
+  """The fine-tuning specs of the probed encoder: `--hparams` (JSON) on
+  task `--task` at `--max-seq-length`."""
+  try:
+    hparams = json.loads(args.hparams)
+  except ValueError as e:
+    raise UserError("--hparams is not JSON: %s" % e)
+  return configure_finetuning_specs.finetuning_specs(
+      configure.FinetuningConfig(
+          model_name="feature_probe", data_dir=args.data_dir,
+          task_names=[args.task], max_seq_length=args.max_seq_length,
+          **hparams))
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--data-dir", required=True)
@@ -148,13 +162,7 @@ def main(argv=None):
   parser.add_argument("--seed", type=int, default=1)
   parser.add_argument("--json", help="Write the accuracies here.")
   args = parser.parse_args(argv)
-  try:
-    hparams = json.loads(args.hparams)
-  except ValueError as e:
-    raise UserError("--hparams is not JSON: %s" % e)
-  specs = configure_specs.finetuning_specs(configure.FinetuningConfig(
-      model_name="feature_probe", data_dir=args.data_dir,
-      task_names=[args.task], max_seq_length=args.max_seq_length, **hparams))
+  specs = _finetuning_specs(args)
   task_dir = "%s/finetuning_data/%s" % (args.data_dir, args.task)
   tokenizer = tokenization.tokenizer_for(specs.vocabulary.vocab_file)
   splits = [read_split(readers.find_split_file(args.task, task_dir, split,

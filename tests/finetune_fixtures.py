@@ -8,7 +8,7 @@ format and a 219-entry WordPiece `vocab.txt` (0 [PAD], 1 [UNK], 2 [CLS],
 import os
 
 import configure
-import configure_specs
+import configure_finetuning_specs
 from finetune import preprocessing
 from finetune import task_builder
 from finetune import trainer as trainer_lib
@@ -44,19 +44,21 @@ def tiny_config(model_dir="/nonexistent", data_dir=FIXTURE_DIR, **overrides):
 def build_tokenizer(config):
   """The checked tokenizer of a `FinetuningConfig`'s vocabulary spec, as
   finetune/runner.py builds it."""
-  specs = configure_specs.finetuning_specs(config)
+  specs = configure_finetuning_specs.finetuning_specs(config)
   return preprocessing.build_tokenizer(specs.vocabulary,
                                        specs.network.vocab_size)
 
 
 def get_task(config, name, tokenizer):
   """Task `name` of a `FinetuningConfig`'s task spec."""
-  return task_builder.get_task(configure_specs.FinetuningTaskSpec.from_config(
-      config), name, tokenizer)
+  return task_builder.get_task(
+      configure_finetuning_specs.FinetuningTaskSpec.from_config(config),
+      name, tokenizer)
 
 
 def trainer(config, task, strategy, trial_dir, **kwargs):
   """The fine-tuning `Trainer` of one trial of a `FinetuningConfig`'s
   specs; `kwargs` (seed, log_prefix) are passed on."""
-  return trainer_lib.Trainer(configure_specs.finetuning_specs(config), task,
-                             strategy, trial_dir, **kwargs)
+  return trainer_lib.Trainer(
+      configure_finetuning_specs.finetuning_specs(config), task, strategy,
+      trial_dir, **kwargs)

@@ -31,7 +31,7 @@ import run_finetuning
 import run_pretraining
 from finetune import finetuned_model
 from interop import convert
-from model import saved_config
+from interop import saved_config
 from text import tokenization
 from tests import interop_fixtures as ix
 from tests import pretrain_fixtures as pf

@@ -3,7 +3,7 @@
 Pre-training records it in the model's config.json (`train_shards`) and in
 each checkpoint's data-stream settings; a resume on other shards (rebuilt
 in place, added or removed) is refused unless hparam accept_new_data
-(model/saved_config.py). Sizes are a cheap fingerprint: a rebuild that
+(interop/saved_config.py). Sizes are a cheap fingerprint: a rebuild that
 writes other examples changes them; a byte-identical rebuild does not
 matter.
 """

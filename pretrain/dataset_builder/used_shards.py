@@ -3,7 +3,7 @@
 Pre-training records the identity of its training shards in the model's
 config.json (`train_shards`, util/shard_identity.py) beside the shard glob
 (`pretrain_tfrecords`). Rebuilding those shards in place ends every resume
-of that model in a refusal (model/saved_config.py), so the dataset builder
+of that model in a refusal (interop/saved_config.py), so the dataset builder
 looks, before any work, for the models under the data directory
 (`<data-dir>/models/*/config.json`, the data directory being the output
 directory's parent, as in `<data-dir>/pretrain_tfrecords`) whose recorded

@@ -14,7 +14,7 @@ import tf_keras
 import configure
 from finetune import runner
 from finetune import task_builder
-from model import checkpoints
+from interop import checkpoints
 from tests import finetune_fixtures as ff
 from tests import paths
 from tests import pretrain_fixtures as pf

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from model import checkpoints
+from interop import checkpoints
 from model import builders
 from model import samplers
 from model import sampling

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import checkpoints
+from interop import checkpoints
 from tests import pretrain_fixtures as fx
 
 # A plain MLM whose transformer is D's (hidden 32): the generator to fix.

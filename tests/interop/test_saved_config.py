@@ -1,4 +1,4 @@
-"""A model directory's config.json read back (model/saved_config.py)."""
+"""A model directory's config.json read back (interop/saved_config.py)."""
 
 import json
 
@@ -7,8 +7,8 @@ import tensorflow as tf
 
 import configure
 from configure import FinetuningConfig, PretrainingConfig
-from model import checkpoints
-from model import saved_config
+from interop import checkpoints
+from interop import saved_config
 from util.errors import UserError
 
 

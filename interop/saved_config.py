@@ -13,7 +13,7 @@ import os
 
 import tensorflow as tf
 
-from model import checkpoints as checkpoints_lib
+from interop import checkpoints as checkpoints_lib
 from model.transformer_hparams import EMBEDDING_KEYS
 from util import io_utils
 from util import shard_identity
