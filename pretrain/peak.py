@@ -14,7 +14,8 @@ In order of preference (`peak_flops_per_second`):
 
 A probe is a practical ceiling, not the hardware's: what TensorFlow's own
 matmul reaches at these sizes. It measures lower when other jobs share the
-machine (the cache then keeps that lower figure until deleted).
+machine; a run whose step then achieves more raises the cached figure to
+its own rate (`raise_cached_probe_peak`), so MFU never reads above 100%.
 
 `measure_read_bandwidth` is the memory counterpart, for benchmarks that
 bound a step's time by the bytes it must move (not cached, not used by MFU).
@@ -31,6 +32,7 @@ import tensorflow as tf
 from util import io_utils
 
 CACHE_FILE = "peak_flops.json"
+PROBE = "matmul probe"  # in the source phrase of a probed peak
 
 # NVIDIA's published dense peaks, TFLOP/s: (name pattern, {dtype: peak}).
 # "tf32" is the tensor-core rate for float32 matmuls in TF32 mode. The first
@@ -199,6 +201,33 @@ def cached_probe_peak(dtype, device, cache_path=None, measure=None):
   return flops, False
 
 
+def raise_cached_probe_peak(dtype, device, flops, cache_path=None):
+  """Raises the cached probe of (device, TF version, dtype) to `flops`.
+
+  A run that achieves more than the probe proves the probe low (it was
+  measured while other jobs shared the machine): its rate is a lower bound
+  of the ceiling, so the cache keeps the larger of the two.
+
+  Args:
+    dtype, device, cache_path: as `cached_probe_peak`.
+    flops: the FLOP/s one replica achieved.
+  """
+  path = cache_path or default_cache_path()
+  key = cache_key(device, dtype)
+  cache = _read_cache(path)
+  entry = cache.get(key)
+  if isinstance(entry, dict) and entry.get("flops_per_second", 0) >= flops:
+    return
+  cache[key] = dict(flops_per_second=float(flops),
+                    measured=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                           time.gmtime()),
+                    source="a run's achieved rate, above the probe")
+  try:
+    io_utils.write_json_atomic(path, cache)
+  except OSError:
+    pass  # a read-only home: the run still counts against its own rate
+
+
 def peak_flops_per_second(peak_tflops=0.0, mixed_precision="float32",
                           cache_path=None, measure=None):
   """Peak FLOP/s of one replica's device for MFU, and where it came from.
@@ -221,4 +250,16 @@ def peak_flops_per_second(peak_tflops=0.0, mixed_precision="float32",
     return published, "published %s %s" % (gpu, dtype)
   flops, cached = cached_probe_peak(dtype, gpu or cpu_name(), cache_path,
                                     measure)
-  return flops, "%s matmul probe%s" % (dtype, ", cached" if cached else "")
+  return flops, "%s %s%s" % (dtype, PROBE, ", cached" if cached else "")
+
+
+def probe_raiser(source, mixed_precision, num_replicas, cache_path=None):
+  """For a peak that came from the probe (`source` as returned by
+  `peak_flops_per_second`), a function of the FLOP/s all `num_replicas`
+  achieved that raises the cached probe to one replica's share; None for a
+  given or published peak, which a run does not revise."""
+  if PROBE not in source:
+    return None
+  device = gpu_name() or cpu_name()
+  return lambda flops: raise_cached_probe_peak(
+      mixed_precision, device, flops / num_replicas, cache_path)

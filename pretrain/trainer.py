@@ -16,6 +16,7 @@ from pretrain import checkpointing
 from pretrain import data_stream
 from pretrain import evaluation
 from pretrain import flops as flops_lib
+from pretrain import peak as peak_lib
 from pretrain import pretrain_data
 from pretrain import reporting
 from pretrain import task as task_lib
@@ -162,7 +163,8 @@ class PretrainingTrainer(object):
         self.log, reporting.summary_writer(run.model_dir, self.is_chief),
         self.specs.data.train_batch_size, self.train_flops, peak,
         self.model.learns_sampler, self.task.learning_rate,
-        self.task.loss_scale)
+        self.task.loss_scale, raise_peak=peak_lib.probe_raiser(
+            source, runtime.mixed_precision, self.num_replicas))
     report.start(step, run.num_train_steps, self.num_replicas, source)
     return report
 

@@ -3,9 +3,11 @@
 import json
 
 import pytest
+import tensorflow as tf
 
 from pretrain import flops
 from pretrain import peak
+from pretrain import reporting
 
 
 def _counting_measure(value):
@@ -107,3 +109,63 @@ def test_read_bandwidth_refuses_empty_probes(megabytes, repeats):
 
 def test_flops_module_reexports_the_peak():
   assert flops.peak_flops_per_second is peak.peak_flops_per_second
+
+
+def _cached(path, dtype="float32", device="dev"):
+  with open(path) as f:
+    return json.load(f)[peak.cache_key(device, dtype)]["flops_per_second"]
+
+
+def test_a_run_raises_the_cached_probe_but_never_lowers_it(tmp_path):
+  path = str(tmp_path / "peak.json")
+  peak.cached_probe_peak("float32", "dev", path, lambda dtype: 1e11)
+  peak.raise_cached_probe_peak("float32", "dev", 1.5e11, path)
+  assert _cached(path) == 1.5e11
+  peak.raise_cached_probe_peak("float32", "dev", 1.2e11, path)
+  assert _cached(path) == 1.5e11
+  # The next run reads the raised figure without measuring.
+  assert peak.cached_probe_peak("float32", "dev", path, None) == (1.5e11,
+                                                                  True)
+
+
+def test_only_a_probed_peak_gets_a_raiser(tmp_path):
+  path = str(tmp_path / "peak.json")
+  assert peak.probe_raiser("peak_tflops", "float32", 1, path) is None
+  assert peak.probe_raiser("published NVIDIA H200 bfloat16", "bfloat16", 1,
+                           path) is None
+  raiser = peak.probe_raiser("float32 matmul probe, cached", "float32", 2,
+                             path)
+  raiser(3e11)  # two replicas: one replica's share is cached
+  assert _cached(path, device=peak.cpu_name()) == 1.5e11
+
+
+def _window(report, steps_per_sec):
+  sums = dict(total_loss=2.0, mlm_loss=1.0, gen_correct=3.0, num_masked=4.0,
+              grad_norm=1.0, skipped_steps=0.0)
+  report.window(1, 10, sums, 1, (steps_per_sec, 1.0, 1.0))
+
+
+def test_a_window_above_a_probed_peak_raises_it_and_says_so_once():
+  lines, raised = [], []
+  report = reporting.ProgressReport(
+      lines.append, tf.summary.create_noop_writer(), 8, 1e9, 1e9, False,
+      learning_rate=lambda: 1e-3, loss_scale=lambda: 1.0,
+      raise_peak=raised.append)
+  _window(report, 0.5)
+  assert raised == [] and lines[-1].endswith("MFU 50.00%")
+  _window(report, 2.0)
+  assert raised == [2e9] and lines[-1].endswith("MFU 100.00%")
+  assert "above the matmul probe's 0.001" in lines[-2]
+  _window(report, 3.0)
+  _window(report, 1.5)
+  assert raised == [2e9, 3e9] and lines[-1].endswith("MFU 50.00%")
+  assert sum("above the matmul probe" in line for line in lines) == 1
+
+
+def test_a_given_peak_is_kept_even_when_a_window_beats_it():
+  lines = []
+  report = reporting.ProgressReport(
+      lines.append, tf.summary.create_noop_writer(), 8, 1e9, 1e9, False,
+      learning_rate=lambda: 1e-3, loss_scale=lambda: 1.0)
+  _window(report, 2.0)
+  assert lines[-1].endswith("MFU 200.00%") and len(lines) == 1
