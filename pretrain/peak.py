@@ -191,14 +191,19 @@ def cached_probe_peak(dtype, device, cache_path=None, measure=None):
   if isinstance(entry, dict) and entry.get("flops_per_second", 0) > 0:
     return float(entry["flops_per_second"]), True
   flops = (measure or measure_matmul_peak)(dtype)
-  cache[key] = dict(flops_per_second=flops,
+  _store(path, cache, key, flops)
+  return flops, False
+
+
+def _store(path, cache, key, flops, **details):
+  """Writes `cache` with `key` set to `flops` (and `details`), now."""
+  cache[key] = dict(flops_per_second=float(flops),
                     measured=time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                           time.gmtime()))
+                                           time.gmtime()), **details)
   try:
     io_utils.write_json_atomic(path, cache)
   except OSError:
-    pass  # a read-only home: measure again next time
-  return flops, False
+    pass  # a read-only home: measured again, or the run's own rate, next time
 
 
 def raise_cached_probe_peak(dtype, device, flops, cache_path=None):
@@ -218,14 +223,8 @@ def raise_cached_probe_peak(dtype, device, flops, cache_path=None):
   entry = cache.get(key)
   if isinstance(entry, dict) and entry.get("flops_per_second", 0) >= flops:
     return
-  cache[key] = dict(flops_per_second=float(flops),
-                    measured=time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                           time.gmtime()),
-                    source="a run's achieved rate, above the probe")
-  try:
-    io_utils.write_json_atomic(path, cache)
-  except OSError:
-    pass  # a read-only home: the run still counts against its own rate
+  _store(path, cache, key, flops,
+         source="a run's achieved rate, above the probe")
 
 
 def peak_flops_per_second(peak_tflops=0.0, mixed_precision="float32",
