@@ -189,6 +189,11 @@ _PRETRAIN_FIELDS = dict(
                                "head still is). Needs untied_generator and "
                                "untied_generator_embeddings; pair it with a "
                                "decaying temperature."),
+    embedding_init=Field("random", str, "How a new run's word-embedding "
+                         "table starts: 'random', or 'corpus', the PPMI-SVD "
+                         "of the training shards' co-occurrence counts "
+                         "(pretrain/corpus_embeddings.py); ignored with "
+                         "init_checkpoint.", choices=("random", "corpus")),
     shuffle_buffer=Field(10000, int, "Examples in the shuffle buffer.", min=1),
 )
 

@@ -270,6 +270,8 @@ class RunSpec(object):
   eval_every, num_eval_steps: the evaluations and their batches.
   init_checkpoint, generator_checkpoint: the weights a new run starts
     from (interop/loader.py, pretrain/checkpointing.py).
+  embedding_init: "random", or "corpus" to start a new run's embedding
+    table from the training shards (pretrain/corpus_embeddings.py).
   """
 
   model_name: str
@@ -283,6 +285,7 @@ class RunSpec(object):
   num_eval_steps: int
   init_checkpoint: Optional[str]
   generator_checkpoint: Optional[str]
+  embedding_init: str
 
   @classmethod
   def from_config(cls, config):

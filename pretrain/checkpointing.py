@@ -52,12 +52,15 @@ class PretrainingCheckpoints(object):
     generator_checkpoint: a pre-training checkpoint whose generator starts
       G when there is no checkpoint yet (a fixed generator, hparam
       `generator_checkpoint`; `load_generator`).
+    corpus_embeddings: without `init_checkpoint`, a function of the model
+      that starts its embedding table from the corpus when there is no
+      checkpoint yet (hparam `embedding_init`; pretrain/corpus_embeddings.py).
     log: where messages go.
   """
 
   def __init__(self, model, optimizer, global_step, checkpoint_dir, is_chief,
                keep_max, stream_settings, batch_size, init_checkpoint=None,
-               generator_checkpoint=None, log=print):
+               generator_checkpoint=None, corpus_embeddings=None, log=print):
     self.model, self.optimizer, self.global_step = (model, optimizer,
                                                     global_step)
     self.checkpoint_dir = checkpoint_dir
@@ -69,6 +72,7 @@ class PretrainingCheckpoints(object):
     self._batch_size = batch_size
     self._init_checkpoint = init_checkpoint
     self._generator_checkpoint = generator_checkpoint
+    self._corpus_embeddings = corpus_embeddings
     self._log = log
     self._warm_started = False
     # Host-side bookkeeping, saved with each checkpoint: how many training
@@ -165,6 +169,8 @@ class PretrainingCheckpoints(object):
     elif not self._warm_started:
       if self._init_checkpoint:
         self.warm_start(self._init_checkpoint)
+      elif self._corpus_embeddings:
+        self._corpus_embeddings(self.model)
       if self._generator_checkpoint:
         self.load_generator(self._generator_checkpoint)
       self._warm_started = True

@@ -9,10 +9,13 @@ a run. It also evaluates (pretrain/
 evaluation.py), reusing one traced eval step.
 """
 
+import functools
+
 import tensorflow as tf
 
 from interop import checkpoints as checkpoints_lib
 from pretrain import checkpointing
+from pretrain import corpus_embeddings
 from pretrain import data_stream
 from pretrain import evaluation
 from pretrain import flops as flops_lib
@@ -64,11 +67,24 @@ class PretrainingTrainer(object):
         self.is_chief, run.keep_checkpoint_max,
         data_stream.settings(specs.data, specs.masking),
         specs.data.train_batch_size, init_checkpoint=run.init_checkpoint,
-        generator_checkpoint=run.generator_checkpoint, log=log)
+        generator_checkpoint=run.generator_checkpoint,
+        corpus_embeddings=self._corpus_embeddings(specs, log), log=log)
     self.train_flops = flops_lib.pretraining_step_flops(
         specs.network, specs.objective, specs.masking,
         specs.data.train_batch_size)
     self._eval_step = None  # Built on the first evaluation, then reused.
+
+  @staticmethod
+  def _corpus_embeddings(specs, log):
+    """What starts a new run's embedding table from the training shards
+    (hparam `embedding_init` "corpus"), or None."""
+    if specs.run.embedding_init != "corpus":
+      return None
+    special = pretrain_data.read_special_ids(specs.data.vocab_file)
+    return functools.partial(
+        corpus_embeddings.start_from_corpus,
+        pattern=specs.data.pretrain_tfrecords,
+        special_ids=sorted(special.values()), seed=specs.data.seed, log=log)
 
   def restore(self):
     """Restores the latest checkpoint (or warm-starts from
