@@ -29,7 +29,7 @@ class Model(tf.Module):
 
 
 def _checkpoints(directory, value=0.0, settings=SETTINGS, is_chief=True,
-                 init_checkpoint=None):
+                 init_checkpoint=None, corpus_embeddings=None):
   """(PretrainingCheckpoints of a fresh stand-in, its log lines)."""
   lines = []
   optimizer = tf.Module()
@@ -37,7 +37,8 @@ def _checkpoints(directory, value=0.0, settings=SETTINGS, is_chief=True,
   ckpts = checkpointing.PretrainingCheckpoints(
       Model(value), optimizer, tf.Variable(0, dtype=tf.int64),
       str(directory), is_chief, keep_max=2, stream_settings=settings,
-      batch_size=BATCH, init_checkpoint=init_checkpoint, log=lines.append)
+      batch_size=BATCH, init_checkpoint=init_checkpoint,
+      corpus_embeddings=corpus_embeddings, log=lines.append)
   return ckpts, lines
 
 
@@ -142,3 +143,20 @@ def test_warm_start_from_a_checkpoint_sharing_no_weight_is_an_error(
   ckpts, _ = _checkpoints(tmp_path / "run", init_checkpoint=str(source))
   with pytest.raises(UserError, match="shares no weight"):
     ckpts.restore()
+
+
+def test_only_a_new_run_without_init_checkpoint_counts_its_embeddings(
+    tmp_path):
+  started = []
+  ckpts, _ = _checkpoints(tmp_path / "run", value=2.0,
+                          corpus_embeddings=started.append)
+  _train_and_save(ckpts, 4)
+  ckpts.restore()
+  assert started == [ckpts.model]  # Once, for the new run.
+  resumed, _ = _checkpoints(tmp_path / "run",
+                            corpus_embeddings=started.append)
+  resumed.restore()
+  warm, _ = _checkpoints(tmp_path / "warm", init_checkpoint=str(
+      tmp_path / "run"), corpus_embeddings=started.append)
+  warm.restore()
+  assert started == [ckpts.model]
