@@ -5,7 +5,9 @@ import os
 
 import numpy as np
 
+import configure_specs
 from pretrain import corpus_embeddings as ce
+from pretrain import trainer as trainer_lib
 from tests import pretrain_fixtures as fx
 
 SPECIAL = (0, 1, 2, 3, 4)
@@ -97,3 +99,20 @@ def test_a_new_run_starts_its_tables_from_the_shards(tmp_path):
     np.testing.assert_allclose(table.numpy(), expected, rtol=1e-5)
     assert not np.allclose(table.numpy()[5:], start[5:])
     np.testing.assert_array_equal(table.numpy()[:5], start[:5])
+
+
+def test_the_trainer_counts_the_shards_only_for_embedding_init_corpus(
+    tmp_path):
+  data_dir = fx.make_data_dir(tmp_path, heldout=False)
+  shards = dict(pretrain_tfrecords=os.path.join(
+      data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*"),
+                vocab_file=os.path.join(data_dir, "vocab.txt"))
+  assert trainer_lib.PretrainingTrainer._corpus_embeddings(
+      configure_specs.pretraining_specs(fx.tiny_config(**shards)),
+      print) is None
+  config = fx.tiny_config(vocab_size=45, embedding_init="corpus", **shards)
+  lines = []
+  start = trainer_lib.PretrainingTrainer._corpus_embeddings(
+      configure_specs.pretraining_specs(config), lines.append)
+  assert start(fx.build_pretrainer_with_variables(config)) == 40
+  assert "the other 5 ids keep their random rows" in lines[0]
