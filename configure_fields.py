@@ -83,7 +83,8 @@ _PRETRAIN_FIELDS = dict(
                               min=1),
     save_checkpoints_steps=Field(1000, int, "Steps between checkpoints.",
                                  min=1),
-    num_train_steps=Field(1000000, int, "Total train steps.", min=1),
+    num_train_steps=Field(1000000, int, "Total train steps; 0 saves the "
+                          "start as checkpoint 0.", min=0),
     num_eval_steps=Field(100, int, "Eval batches.", min=1),
     keep_checkpoint_max=Field(5, int, "Checkpoints kept.", min=1),
     accept_new_data=Field(False, bool, "Resume on training shards other "

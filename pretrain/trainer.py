@@ -134,6 +134,11 @@ class PretrainingTrainer(object):
     batch_size = self.specs.data.train_batch_size
     step = int(self.global_step.numpy())
     if step >= c.num_train_steps:
+      if manager.latest_checkpoint is None:  # num_train_steps 0.
+        self.checkpoints.save(manager, step)
+        self.log("num_train_steps is 0: the start (e.g. embedding_init "
+                 "'corpus') is saved as it is, to evaluate or fine-tune.")
+        return None
       self.log("Training already finished: step %d of %d. Nothing to do."
                % (step, c.num_train_steps))
       return None

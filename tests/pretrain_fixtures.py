@@ -156,7 +156,8 @@ def run_tiny_pretraining(root, model_name, **hparams):
   override); TF_CONFIG and TF_XLA_FLAGS are not inherited. Returns
   (data_dir, CompletedProcess)."""
   data_dir = make_data_dir(root)
-  values = dict(RUNNER_HPARAMS, num_train_steps=2, **hparams)
+  values = dict(RUNNER_HPARAMS, num_train_steps=2)
+  values.update(hparams)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   for name in ("TF_CONFIG", "TF_XLA_FLAGS"):
     env.pop(name, None)

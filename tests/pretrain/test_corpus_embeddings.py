@@ -4,6 +4,7 @@ corpus (hparam `embedding_init: "corpus"`), on hand-made token rows."""
 import os
 
 import numpy as np
+import tensorflow as tf
 
 import configure_specs
 from pretrain import corpus_embeddings as ce
@@ -116,3 +117,22 @@ def test_the_trainer_counts_the_shards_only_for_embedding_init_corpus(
       configure_specs.pretraining_specs(config), lines.append)
   assert start(fx.build_pretrainer_with_variables(config)) == 40
   assert "the other 5 ids keep their random rows" in lines[0]
+
+
+def test_zero_steps_save_the_counted_start_as_checkpoint_0(tmp_path):
+  data_dir, proc = fx.run_tiny_pretraining(
+      tmp_path, "counted", embedding_init="corpus", num_train_steps=0,
+      do_eval=True)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert "PPMI-SVD of 40 token ids" in proc.stdout
+  assert "num_train_steps is 0" in proc.stdout
+  prefix = os.path.join(data_dir, "models", "counted", "checkpoints",
+                        "ckpt-0")
+  reader = tf.train.load_checkpoint(prefix)
+  key = next(k for k in reader.get_variable_to_shape_map()
+             if "word_embeddings" in k and "OPTIMIZER_SLOT" not in k)
+  table = reader.get_tensor(key)
+  assert table.shape[0] == 45
+  # The counted rows (ids 5-44) share the scale of the random ones (0-4).
+  np.testing.assert_allclose(table[5:].std(), table.std(), rtol=0.2)
+  assert "Eval at step 0" in proc.stdout
