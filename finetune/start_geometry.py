@@ -48,9 +48,10 @@ def describe_start(encoder, inputs):
   line = ("start: token states' mean cosine %.2f, effective rank %.1f (a "
           "fresh encoder: %.2f, %.1f)%s" % (
               cosine, rank, fresh_cosine, fresh_rank,
-              "; collapsed: less spread than random initialisation; such "
-              "starts fine-tuned below it on 500 sentences, and level "
-              "with it on 15,000 at lr 1e-3 (docs/finetuning.md)"
+              "; collapsed: less spread than random initialisation; from "
+              "a random embedding table such starts fine-tuned below it on "
+              "500 sentences, and level with it on 15,000 at lr 1e-3 "
+              "(docs/finetuning.md)"
               if collapsed else ""))
   return line, dict(cosine=cosine, effective_rank=rank,
                     fresh_cosine=fresh_cosine, fresh_effective_rank=fresh_rank,

@@ -57,7 +57,8 @@ def _histogram_lines(hist):
 # Below this held-out AUC on temperature-1 draws a discriminator was not
 # worth fine-tuning in this project's measurements (docs/performance.md,
 # 2026-12-06): encoders at 0.52-0.54 fine-tuned 5-6 points below random
-# initialisation on SST-500, one at 0.67 drew level on full SST.
+# initialisation on SST-500 (level with it from a counted table,
+# 2026-12-07), one at 0.67 drew level on full SST.
 CONTEXT_AUC = 0.7
 # Early in training G's temperature-1 draws are far rarer than the tokens
 # they replace (an untrained G is near uniform), and D spots them without
@@ -74,9 +75,11 @@ def discriminator_warning(results):
   if not isinstance(auc, float) or auc >= CONTEXT_AUC:
     return None
   return ("Note: %s %.3f < %.1f: the discriminator barely uses context "
-          "(ELECTRA's early phase), so its encoder is not worth fine-tuning "
-          "yet: measured here, encoders at 0.52-0.54 fine-tuned 5-6 points "
-          "below random initialisation on 500 movie-review examples. Train "
+          "(ELECTRA's early phase), so its transformer adds nothing yet: "
+          "measured here, encoders at 0.52-0.54 fine-tuned 5-6 points below "
+          "random initialisation on 500 movie-review examples from a random "
+          "embedding table, and level with it from a table counted from the "
+          "corpus (embedding_init 'corpus'). Train "
           "far longer, or continue a released encoder (docs/continuing.md); "
           "docs/performance.md has the measurements." % (key, auc,
                                                          CONTEXT_AUC))

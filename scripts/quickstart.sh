@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start (README's first command): set up, build a vocabulary and
 # TFRecords from the corpus embedded in data/corpus, pre-train a small ELECTRA
-# with HP-Loss sampling, the focal MLM loss and a replacement curriculum
+# with HP-Loss sampling, the focal MLM loss, an embedding table counted from
+# the corpus and a replacement curriculum
 # (temperature 3 decaying to 1) on the CPU, evaluate, and say what the model
 # is good for and where the checkpoint, results and plot are. Re-running
 # resumes or skips what is done. QUICKSTART_DIR changes the working directory (default runs/quickstart);
@@ -42,7 +43,7 @@ h = json.load(open(sys.argv[1])); n = int(sys.argv[2])
 h.update(num_train_steps=n, num_warmup_steps=max(1, n // 10))
 print(json.dumps(h))' "$hparams" "$QUICKSTART_STEPS")"
 fi
-echo "== 3/3 Pre-training ELECTRA-HP (hp_loss sampling, focal gamma 1, temperature 3 -> 1) and evaluating"
+echo "== 3/3 Pre-training ELECTRA-HP (hp_loss sampling, focal gamma 1, embedding table counted from the corpus, temperature 3 -> 1) and evaluating"
 "$py" run_pretraining.py --data-dir "$data" --model-name quickstart-hp \
   --hparams "$hparams"
 
