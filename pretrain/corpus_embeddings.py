@@ -61,7 +61,7 @@ def cooccurrence_counts(input_ids, ids, window=WINDOW):
   skipped but keep their positions. [k, k] float64, indexed like `ids`."""
   k = len(ids)
   compact = np.full(int(input_ids.max()) + 1, -1, np.int64)
-  compact[ids[ids < len(compact)]] = np.arange(k)[ids < len(compact)]
+  compact[ids] = np.arange(k)
   rows = compact[input_ids]
   flat = np.zeros(k * k, np.float64)
   for distance in range(1, window + 1):
@@ -99,12 +99,10 @@ def truncated_svd(matrix, dim, seed, power_iterations=4, oversample=16):
   return (basis @ u_small)[:, :dim], s[:dim]
 
 
-def corpus_embedding_table(input_ids, table, special_ids, seed,
-                           window=WINDOW, max_vocab=MAX_VOCAB):
-  """`table` [vocab, dim] with the rows of the counted ids replaced by
-  their PPMI-SVD embeddings (U sqrt(s)), scaled to the standard deviation
-  of `table`'s own rows. Returns (new table float32, number of rows set)."""
-  vocab_size, dim = table.shape
+def counted_vectors(input_ids, vocab_size, dim, special_ids, seed,
+                    window=WINDOW, max_vocab=MAX_VOCAB):
+  """(ids [k], vectors [k, dim] float32): the counted ids and their
+  PPMI-SVD embeddings U sqrt(s), not yet scaled to a table."""
   ids = counted_ids(input_ids, vocab_size, special_ids, max_vocab)
   if len(ids) < 2:
     raise ValueError("too few distinct tokens to count (%d)" % len(ids))
@@ -112,32 +110,48 @@ def corpus_embedding_table(input_ids, table, special_ids, seed,
   u, s = truncated_svd(pmi, min(dim, len(ids)), seed)
   vectors = np.zeros((len(ids), dim), np.float32)
   vectors[:, :u.shape[1]] = u * np.sqrt(s)
-  vectors *= table.std() / max(vectors.std(), 1e-12)
+  return ids, vectors
+
+
+def with_counted_rows(table, ids, vectors):
+  """`table` [vocab, dim] with rows `ids` replaced by `vectors`, scaled by
+  one factor to the standard deviation of `table`'s own rows. float32."""
   out = np.array(table, np.float32)
-  out[ids] = vectors
-  return out, len(ids)
+  out[ids] = vectors * (table.std() / max(vectors.std(), 1e-12))
+  return out
+
+
+def corpus_embedding_table(input_ids, table, special_ids, seed,
+                           window=WINDOW, max_vocab=MAX_VOCAB):
+  """`table` [vocab, dim] with the rows of the counted ids replaced by
+  their PPMI-SVD embeddings (`counted_vectors`, `with_counted_rows`).
+  Returns (new table float32, number of rows set)."""
+  ids, vectors = counted_vectors(input_ids, table.shape[0], table.shape[1],
+                                 special_ids, seed, window, max_vocab)
+  return with_counted_rows(table, ids, vectors), len(ids)
 
 
 def start_from_corpus(model, pattern, special_ids, seed, log=print,
                       max_tokens=MAX_TOKENS):
   """Sets every word-embedding table of `model` (D's, and G's when it has
   its own) from the corpus of `pattern`, a TFRecord glob of pre-training
-  examples; logs what it did. Returns the number of rows set."""
+  examples, counted once; logs what it did. Returns the number of rows
+  set."""
   from model.layers.embeddings import ElectraEmbeddings  # pylint: disable=g-import-not-at-top
   start = time.time()
   input_ids = read_input_ids(pattern, max_tokens)
-  tables = {id(layer.word_embeddings.embeddings):
-            layer.word_embeddings.embeddings
-            for layer in model.submodules
-            if isinstance(layer, ElectraEmbeddings)}
-  rows = 0
-  for variable in tables.values():
-    values, rows = corpus_embedding_table(
-        input_ids, variable.numpy(), special_ids, seed)
-    variable.assign(values)
+  tables = list({id(layer.word_embeddings.embeddings):
+                 layer.word_embeddings.embeddings
+                 for layer in model.submodules
+                 if isinstance(layer, ElectraEmbeddings)}.values())
+  vocab_size, dim = tables[0].shape
+  ids, vectors = counted_vectors(input_ids, vocab_size, dim, special_ids,
+                                 seed)
+  for variable in tables:
+    variable.assign(with_counted_rows(variable.numpy(), ids, vectors))
   log("Embedding table(s) started from the corpus (hparam embedding_init "
       "'corpus'): PPMI-SVD of %d token ids over %d positions, window %d, "
       "in %.0f s; the other %d ids keep their random rows." % (
-          rows, input_ids.size, WINDOW, time.time() - start,
-          variable.shape[0] - rows))
-  return rows
+          len(ids), input_ids.size, WINDOW, time.time() - start,
+          vocab_size - len(ids)))
+  return len(ids)
