@@ -69,6 +69,12 @@ _PRETRAIN_FIELDS = dict(
                                   "as a multiple of learning_rate; > 1 lets "
                                   "a fresh G catch up with a released D.",
                                   min=0, exclusive="min"),
+    embedding_lr_multiplier=Field(1.0, (float, int), "Learning rate of "
+                                  "the word-embedding table(s) as a "
+                                  "multiple of learning_rate; 0 keeps the "
+                                  "start's table (a counted one, "
+                                  "embedding_init 'corpus') while the "
+                                  "transformers learn on top of it.", min=0),
     encoder_frozen_steps=Field(0, int, "Steps during which D's encoder "
                                "(and the embeddings) keep their start's "
                                "weights while the fresh heads and G learn, "

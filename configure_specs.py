@@ -177,6 +177,8 @@ class OptimizationSpec(object):
   clip_norm: the gradients' global-norm clip.
   generator_lr_multiplier: the rate of what only G trains, as a multiple.
   encoder_frozen_steps: steps D's encoder keeps its start's weights.
+  embedding_lr_multiplier: the rate of the word-embedding tables, as a
+    multiple (0: they keep their start).
   train_batch_size: the global batch of one update, split over the
     replicas and `gradient_accumulation_steps` micro-batches.
   loss_scale: the initial dynamic loss scale under float16, else None.
@@ -191,6 +193,7 @@ class OptimizationSpec(object):
   clip_norm: float
   generator_lr_multiplier: float
   encoder_frozen_steps: int
+  embedding_lr_multiplier: float
   train_batch_size: int
   gradient_accumulation_steps: int
   loss_scale: Optional[float]

@@ -141,6 +141,28 @@ def generator_lr_multipliers(model, factor):
   return names
 
 
+def word_embedding_tables(model):
+  """The distinct word-embedding tables of `model`: D's (shared with G in
+  ELECTRA), and G's own when `untied_generator_embeddings`."""
+  tables = {}
+  for layer in model.submodules:
+    if isinstance(layer, ElectraEmbeddings):
+      table = layer.word_embeddings.embeddings
+      tables.setdefault(id(table), table)
+  return list(tables.values())
+
+
+def learning_rate_multipliers(model, generator_factor, embedding_factor):
+  """{variable name: factor} for `optimization.create_optimizer`: G's own
+  variables at `generator_factor` (`generator_lr_multipliers`), the word
+  tables at `embedding_factor` (a table G owns gets both factors)."""
+  names = generator_lr_multipliers(model, generator_factor)
+  if embedding_factor != 1:
+    for table in word_embedding_tables(model):
+      names[table.name] = names.get(table.name, 1.0) * float(embedding_factor)
+  return names
+
+
 def encoder_variable_names(model):
   """The names of the discriminator encoder's variables (with the embeddings
   it shares with G): what a released start provides, frozen for the first

@@ -137,13 +137,10 @@ def start_from_corpus(model, pattern, special_ids, seed, log=print,
   its own) from the corpus of `pattern`, a TFRecord glob of pre-training
   examples, counted once; logs what it did. Returns the number of rows
   set."""
-  from model.layers.embeddings import ElectraEmbeddings  # pylint: disable=g-import-not-at-top
+  from model import builders  # pylint: disable=g-import-not-at-top
   start = time.time()
   input_ids = read_input_ids(pattern, max_tokens)
-  tables = list({id(layer.word_embeddings.embeddings):
-                 layer.word_embeddings.embeddings
-                 for layer in model.submodules
-                 if isinstance(layer, ElectraEmbeddings)}.values())
+  tables = builders.word_embedding_tables(model)
   vocab_size, dim = tables[0].shape
   ids, vectors = counted_vectors(input_ids, vocab_size, dim, special_ids,
                                  seed)

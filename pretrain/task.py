@@ -134,8 +134,8 @@ def _optimizer(spec, model):
       spec.learning_rate, spec.num_train_steps,
       spec.num_warmup_steps, spec.weight_decay_rate,
       spec.adam_epsilon, spec.lr_decay_power,
-      lr_multipliers=builders.generator_lr_multipliers(
-          model, spec.generator_lr_multiplier),
+      lr_multipliers=builders.learning_rate_multipliers(
+          model, spec.generator_lr_multiplier, spec.embedding_lr_multiplier),
       frozen=builders.encoder_variable_names(model),
       frozen_steps=spec.encoder_frozen_steps)
   if spec.loss_scale is not None:

@@ -434,6 +434,23 @@ def test_generator_lr_multiplier_scales_only_what_the_generator_owns(
   word.assign(before[1])
 
 
+@pytest.mark.parametrize("own_generator_table", [False, True])
+def test_embedding_lr_multiplier_scales_the_word_tables(features,
+                                                        own_generator_table):
+  model = _build(_config("mlm", untied_generator_embeddings=(
+      own_generator_table)), features)
+  disc = model.discriminator.encoder.embeddings.word_embeddings.embeddings
+  gen = model.generator.encoder.embeddings.word_embeddings.embeddings
+  assert (gen is not disc) == own_generator_table
+  assert builders.learning_rate_multipliers(model, 1.0, 1.0) == {}
+  factors = builders.learning_rate_multipliers(model, 10.0, 0.5)
+  assert factors[disc.name] == 0.5
+  # A table only G has gets G's factor too.
+  assert factors[gen.name] == (5.0 if own_generator_table else 0.5)
+  head = model.generator.mlm_head.dense.kernel
+  assert factors[head.name] == 10.0
+
+
 def test_gen_weight_is_electra_s_own_weight_in_method_md():
   # Issue 30: docs/method.md called gen_weight a knob the original lacks;
   # ELECTRA's TF1 code has it (total_loss = gen_weight * mlm_loss + ...).
