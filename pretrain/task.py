@@ -86,7 +86,9 @@ class PretrainingTask(object):
 
     # No autograph below: nothing branches on a tensor, and converting
     # every Keras layer costs seconds (docs/performance.md, "Start-up").
-    @tf.autograph.experimental.do_not_convert
+    # A function of its own, so that its two calls below trace the step
+    # once.
+    @tf.function(autograph=False)
     def one_step(iterator):
       per_replica = strategy.run(self._replica_step, args=(next(iterator),))
       return {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
