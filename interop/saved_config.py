@@ -121,16 +121,27 @@ def _same(a, b):
   return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
+def _resumed(config):
+  """(config.json path, checkpoint directory, latest checkpoint) of the
+  run `config` resumes, or None when its model directory holds no
+  checkpoint or no config.json."""
+  path = os.path.join(config.model_dir, "config.json")
+  ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
+  latest = tf.train.latest_checkpoint(ckpt_dir)
+  if not (io_utils.exists(path) and latest):
+    return None
+  return path, ckpt_dir, latest
+
+
 def changed_on_resume(config, fields):
   """["key saved -> now", ...]: the hparams among `fields` (the
   user-settable ones) that a resumed run changes from its config.json,
   shapes aside (`check_saved_config` refuses those). Empty when the model
   directory holds no checkpoint to resume."""
-  path = os.path.join(config.model_dir, "config.json")
-  ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
-  if not (io_utils.exists(path) and tf.train.latest_checkpoint(ckpt_dir)):
+  resumed = _resumed(config)
+  if resumed is None:
     return []
-  theirs = saved_hparams(read_saved(path), fields)
+  theirs = saved_hparams(read_saved(resumed[0]), fields)
   ours = config.to_dict()
   return ["%s %s -> %s" % (k, json.dumps(theirs[k]), json.dumps(ours.get(k)))
           for k in sorted(theirs)
@@ -142,11 +153,10 @@ def check_saved_config(config):
   """Refuses to resume a model directory written with other model shapes,
   or whose checkpoint is past `num_train_steps` (resuming would rewrite
   config.json with a step count the checkpoint has already passed)."""
-  path = os.path.join(config.model_dir, "config.json")
-  ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
-  latest = tf.train.latest_checkpoint(ckpt_dir)
-  if not (io_utils.exists(path) and latest):
+  resumed = _resumed(config)
+  if resumed is None:
     return
+  path, ckpt_dir, latest = resumed
   step = checkpoint_step(latest)
   if step is not None and step > config.num_train_steps:
     raise UserError(
@@ -159,8 +169,7 @@ def check_saved_config(config):
   _check_data_identity(config, saved, path, ckpt_dir)
   current = config.to_dict()
   differing = [k for k in SHAPE_KEYS
-               if k in saved and json.dumps(saved[k], sort_keys=True) !=
-               json.dumps(current[k], sort_keys=True)]
+               if k in saved and not _same(saved[k], current[k])]
   for role, prefix in (("discriminator", ""), ("generator", "generator ")):
     ours = config.network_hparams(role)
     theirs = saved_network_hparams(saved, role)
