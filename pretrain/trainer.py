@@ -72,7 +72,9 @@ class PretrainingTrainer(object):
     self.train_flops = flops_lib.pretraining_step_flops(
         specs.network, specs.objective, specs.masking,
         specs.data.train_batch_size)
-    self._eval_step = None  # Built on the first evaluation, then reused.
+    # Built on the first evaluation, then reused (the writer flushes after
+    # each evaluation and is closed with the trainer's last reference).
+    self._eval_step = self._eval_writer = None
 
   @staticmethod
   def _corpus_embeddings(specs, log):
@@ -195,5 +197,8 @@ class PretrainingTrainer(object):
     if self._eval_step is None:
       self._eval_step = evaluation.make_eval_step(
           self.model, self.strategy, bool(self.specs.objective.focal_gamma))
+      if self.is_chief:  # Only the chief writes.
+        self._eval_writer = evaluation.eval_writer(self.specs.run.model_dir)
     return evaluation.evaluate(self.specs, self.model, self.strategy, step,
-                               log=self.log, eval_step=self._eval_step)
+                               log=self.log, eval_step=self._eval_step,
+                               writer=self._eval_writer)

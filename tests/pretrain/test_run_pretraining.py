@@ -440,12 +440,16 @@ def test_eval_every_evaluates_mid_training_and_traces_once(data_dir):
   for key in ("disc_auc_t1", "disc_loss_replaced", "disc_loss_original",
               "replacement_log10_rank_t1", "temperature"):
     assert all(isinstance(h[key], float) for h in history), key
-  tags = set()
-  for path in tf.io.gfile.glob(os.path.join(config.model_dir, "eval",
-                                            "events*")):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      tags.update(v.tag for v in event.summary.value)
+  # One events file (one writer) holds every evaluation's point.
+  [path] = tf.io.gfile.glob(os.path.join(config.model_dir, "eval",
+                                         "events*"))
+  tags, auc_steps = set(), []
+  for event in tf.compat.v1.train.summary_iterator(path):
+    tags.update(v.tag for v in event.summary.value)
+    auc_steps += [event.step for v in event.summary.value
+                  if v.tag == "disc_auc_t1"]
   assert {"disc_auc_t1", "disc_loss_replaced", "disc_loss_original"} <= tags
+  assert auc_steps == [2, 4]
 
 
 def test_init_checkpoint_warm_starts_electra_from_a_plain_mlm(data_dir):
