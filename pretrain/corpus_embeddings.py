@@ -32,18 +32,21 @@ def read_input_ids(pattern, max_tokens=MAX_TOKENS):
   """[n, seq_len] int64 input ids of the examples of a TFRecord glob, in
   file order, up to about `max_tokens` positions."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  files = sorted(glob.glob(pattern))
+  feature = {"input_ids": tf.io.RaggedFeature(tf.int64)}
+  batches = tf.data.TFRecordDataset(sorted(glob.glob(pattern))).batch(
+      1024).map(lambda records: tf.io.parse_example(records, feature)[
+          "input_ids"].to_tensor())
   rows, positions = [], 0
-  for record in tf.data.TFRecordDataset(files).as_numpy_iterator():
-    ids = tf.train.Example.FromString(record).features.feature[
-        "input_ids"].int64_list.value
-    rows.append(np.asarray(ids, np.int64))
-    positions += len(ids)
+  for batch in batches.as_numpy_iterator():
+    rows.append(batch)
+    positions += batch.size
     if positions >= max_tokens:
       break
   if not rows:
     raise ValueError("no examples in %s" % pattern)
-  return np.stack(rows)
+  input_ids = np.concatenate(rows)
+  # The rows up to the one that reaches `max_tokens`.
+  return input_ids[:-(-max_tokens // input_ids.shape[1])]
 
 
 def counted_ids(input_ids, vocab_size, special_ids, max_vocab=MAX_VOCAB):

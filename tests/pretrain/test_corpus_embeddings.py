@@ -95,6 +95,9 @@ def test_a_new_run_starts_its_tables_from_the_shards(tmp_path):
   assert "PPMI-SVD of 40 token ids" in lines[0]
   input_ids = ce.read_input_ids(pattern)
   assert input_ids.shape == (96, 32)  # Both shards' examples.
+  # A cap keeps the rows up to the one that reaches it, in file order.
+  np.testing.assert_array_equal(ce.read_input_ids(pattern, max_tokens=100),
+                                input_ids[:4])
   for table, start in zip(tables, before):
     expected, _ = ce.corpus_embedding_table(input_ids, start, SPECIAL, 0)
     np.testing.assert_allclose(table.numpy(), expected, rtol=1e-5)
