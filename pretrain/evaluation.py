@@ -148,9 +148,9 @@ def evaluate(specs, model, strategy, step, log=print, eval_step=None,
     eval_step: the step of `make_eval_step`; pass it when evaluating
       repeatedly (as `eval_every` does), so that the step is traced once,
       not on every call.
-    writer: the TensorBoard writer of `<model_dir>/eval` (`eval_writer`);
-      pass it too when evaluating repeatedly, so that one events file
-      holds the run's curves. None: one for this evaluation.
+    writer: the chief's TensorBoard writer of `<model_dir>/eval`
+      (`eval_writer`), made once per run so that one events file holds
+      its curves; None on the other workers, which write nothing.
   """
   run, objective = specs.run, specs.objective
   input_fn = pretrain_data.get_input_fn(specs.data, specs.masking,
@@ -197,15 +197,14 @@ def eval_writer(model_dir):
   return tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
 
 
-def _write_results(results, run, step, log, writer=None):
+def _write_results(results, run, step, log, writer):
   """Writes an evaluation's `results` at `step` under the RunSpec's model
   directory (results files, history, TensorBoard scalars, the histogram
   plot) and logs them."""
   results_dir = os.path.join(run.model_dir, "results")
   paths = eval_report.write_results(results, results_dir, step=step)
   eval_report.append_history(results, results_dir, step)
-  _write_scalars(results, writer or eval_writer(run.model_dir), step,
-                 close=writer is None)
+  _write_scalars(results, writer, step)
   plot = eval_report.plot_max_prob_histogram(
       {run.model_name: results["gen_max_prob_histogram"]},
       os.path.join(results_dir, "gen_max_prob_histogram.png"),
@@ -220,17 +219,14 @@ def _write_results(results, run, step, log, writer=None):
   log("Results: %s, %s; histogram: %s" % (paths["json"], paths["txt"], plot))
 
 
-def _write_scalars(results, writer, step, close):
+def _write_scalars(results, writer, step):
   """The curves' metrics at `step`, to TensorBoard through `writer`
-  (flushed, so the curve is on disk; closed when `close`)."""
+  (flushed, so the curve is on disk)."""
   with writer.as_default(step=step):
     for key in eval_metrics.CURVE_METRICS:
       if isinstance(results.get(key), float):
         tf.summary.scalar(key, results[key])
-  if close:
-    writer.close()
-  else:
-    writer.flush()
+  writer.flush()
 
 
 def t1_metrics(results, t1_results):
