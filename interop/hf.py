@@ -23,6 +23,7 @@ import posixpath
 from interop import hf_sentencepiece
 from interop import names
 from interop import safetensors_io
+from interop import weight_files
 from util import export_marker
 from util import io_utils
 from text import vocab_layout
@@ -112,7 +113,7 @@ def _write_tokenizer_files(output_dir, max_seq_length, vocabulary,
                                posixpath.join(output_dir, "vocab.txt"))
     settings.update(tokenizer_class="ElectraTokenizer",
                     do_lower_case=vocabulary.do_lower_case,
-                    strip_accents=None,
+                    strip_accents=vocabulary.strip_accents,
                     tokenize_chinese_chars=True)
   else:
     safetensors_io.copy_atomic(
@@ -247,10 +248,24 @@ def _normalise(name):
   return name
 
 
+def _tied_copy(name, value, raw):
+  """Whether `name` (normalised) is the MLM output table and `value` the
+  word embeddings of `raw` (HF keys) bit for bit: a tied table that
+  torch.save kept twice and safetensors once."""
+  if name != "generator_lm_head.weight":
+    return False
+  words = [v for k, v in raw.items()
+           if _normalise(k) == "electra.embeddings.word_embeddings.weight"]
+  return bool(words) and words[0].shape == value.shape and bool(
+      (words[0] == value).all())
+
+
 def is_hf_folder(path):
+  """Whether `path` is a folder of config.json and weights in a layout of
+  interop/weight_files.py (model.safetensors, pytorch_model.bin...)."""
   return (io_utils.is_dir(path) and
           io_utils.is_file(posixpath.join(path, "config.json")) and
-          io_utils.is_file(posixpath.join(path, "model.safetensors")))
+          weight_files.find_weights(path) is not None)
 
 
 def read_hf_folder(path):
@@ -259,7 +274,11 @@ def read_hf_folder(path):
   Returns dict: `tensors` {role: {name: array}} in the names of
   interop/names.py and HF layout; `sizes` {role: our size hparams};
   `ignored` [source keys no role uses]; `optional` {(role, name)} whose
-  shapes may not fit (a BERT MLM head offered to the generator).
+  shapes may not fit (a BERT MLM head offered to the generator);
+  `description` naming the folder and the weights file read. The weights
+  are any layout of interop/weight_files.py; a tied copy of the word
+  embeddings (a `.bin`'s `cls.predictions.decoder.weight`) is read as
+  the tie it is, as from safetensors.
   """
   config_path = posixpath.join(path, "config.json")
   try:
@@ -271,12 +290,12 @@ def read_hf_folder(path):
     raise UserError("%s: model_type %r; only \"electra\" and \"bert\" "
                     "folders load." % (config_path, model_type))
   architecture = (hf_config_json.get("architectures") or [""])[0]
-  raw = safetensors_io.load(posixpath.join(path, "model.safetensors"))
+  raw, files = weight_files.read_weights(path)
   body, head, ignored = {}, {}, []
   for key, value in raw.items():
     name = _normalise(key)
-    if key == "cls.predictions.decoder.bias":
-      continue  # The same tensor as cls.predictions.bias.
+    if key == "cls.predictions.decoder.bias" or _tied_copy(name, value, raw):
+      continue  # The same tensor as cls.predictions.bias, or the word table.
     if name.startswith(_HEAD_PREFIXES):
       head[name] = value
     elif name.startswith("electra.") and ".pooler." not in name:
@@ -303,5 +322,6 @@ def read_hf_folder(path):
       tensors["generator"] = head
       optional = {("generator", name) for name in head}
   return dict(tensors=tensors, sizes=role_sizes, ignored=sorted(ignored),
-              optional=optional, description="Hugging Face %s folder %s" % (
-                  architecture or model_type, path))
+              optional=optional,
+              description="Hugging Face %s folder %s (%s)" % (
+                  architecture or model_type, path, files))

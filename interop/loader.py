@@ -1,7 +1,9 @@
 """One loader for every checkpoint kind: `load_into(model, source)`.
 
 Sources it detects:
-  * an HF folder (config.json + model.safetensors): ELECTRA
+  * an HF folder (config.json and weights in any layout of
+    interop/weight_files.py: model.safetensors, pytorch_model.bin,
+    tf_model.h5, sharded safetensors or .bin): ELECTRA
     (`ElectraForPreTraining`, `ElectraForMaskedLM`, `ElectraModel`) or BERT
     (`BertModel`, `BertForMaskedLM`: the encoder loads as the
     discriminator's, its MLM head as the generator's when the shapes fit);
@@ -22,13 +24,16 @@ from interop import checkpoints
 from interop import hf
 from interop import names
 from interop import tf1
+from interop import weight_files
 from util import export_marker
 from util import io_utils
 from util.errors import UserError
 
 
 def detect(source):
-  """"hf", "hf_pair", "tf1" or "ours" (UserError if none fits)."""
+  """"hf", "hf_pair", "tf1" or "ours" (UserError if none fits; for a
+  directory with a config.json, one naming what it holds and the weight
+  files an HF folder needs)."""
   if hf.is_hf_folder(source):
     return "hf"
   if (io_utils.is_dir(source) and
@@ -37,7 +42,17 @@ def detect(source):
     return "hf_pair"
   if tf1.is_tf1_checkpoint(source):
     return "tf1"
-  checkpoints.resolve_checkpoint(source)  # UserError when there is nothing.
+  try:
+    checkpoints.resolve_checkpoint(source)  # UserError when nothing is.
+  except UserError:
+    if (source and io_utils.is_file(posixpath.join(source, "config.json"))
+        and not checkpoints.newest_on_disk(source) and
+        not checkpoints.newest_on_disk(
+            checkpoints.pretrained_checkpoint_dir(source))):
+      raise UserError(weight_files.no_weights_message(
+          source, also=" (Hugging Face) or a TensorFlow checkpoint (ours "
+          "or Google's)")) from None
+    raise
   return "ours"
 
 

@@ -1,10 +1,11 @@
 """A released model folder that a study starts from, read for the study.
 
 A study config's `start` (studies/plan.py) names a Hugging Face BERT or
-ELECTRA folder outside the study (config.json, model.safetensors,
-vocab.txt), e.g. ../shared/data/models/all-minilm-l6-v2. The study takes
-its vocabulary (`copy_vocab`) and, where a run builds the model without
-loading the folder (random initialisation), its shape (`shape_hparams`).
+ELECTRA folder outside the study (config.json, weights in a layout of
+interop/weight_files.py, vocab.txt), e.g.
+../shared/data/models/all-minilm-l6-v2. The study takes its vocabulary
+(`copy_vocab`) and, where a run builds the model without loading the
+folder (random initialisation), its shape (`shape_hparams`).
 Runs that load the folder (init_checkpoint) adopt its sizes themselves
 (interop/convert.with_source_hparams).
 """
@@ -12,6 +13,7 @@ Runs that load the folder (init_checkpoint) adopt its sizes themselves
 import os
 
 from interop import hf
+from interop import weight_files
 from model import transformer_hparams
 from util import io_utils
 from util.errors import UserError
@@ -25,7 +27,8 @@ def check_folder(where, path):
   vocab.txt and a config.json whose sizes this project can build."""
   if not hf.is_hf_folder(path):
     raise UserError("%s: %s is not a Hugging Face model folder (it needs "
-                    "config.json and model.safetensors)." % (where, path))
+                    "config.json and one of %s)." % (
+                        where, path, ", ".join(weight_files.WEIGHT_FILES)))
   if not os.path.isfile(os.path.join(path, VOCAB)):
     raise UserError("%s: %s has no %s; the study takes its vocabulary from "
                     "it." % (where, path, VOCAB))

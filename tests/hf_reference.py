@@ -3,8 +3,8 @@
 TensorFlow 2.20 and torch's triton crash when loaded into one process in
 that order (a native library clash at `import triton` after `import
 tensorflow`), so the interop tests call this script with a job file instead
-of importing transformers. Only the "tf1" job imports TensorFlow, after
-torch.
+of importing transformers. Only the "tf1" and "save_tf" jobs import
+TensorFlow, after torch.
 
 Usage: python tests/hf_reference.py JOBS.json
 JOBS.json: a list of jobs, each a dict with "op":
@@ -24,8 +24,20 @@ JOBS.json: a list of jobs, each a dict with "op":
     ([""] when none); with tokenizer files, `tokenized`: the ids
     AutoTokenizer gives "w1 W2 w3".
   * "tokenize": {"op", "folder", "texts", "outputs" (.json written)}:
-    `AutoTokenizer.from_pretrained(folder)` on each text; writes
+    `AutoTokenizer.from_pretrained(folder)` (or, given "vocab_file" and
+    "do_lower_case", `BertTokenizer` of them) on each text; writes
     {"class": the tokenizer's class name, "input_ids": [[id, ...], ...]}.
+  * "save": {"op", "class", "folder", "out", "safe_serialization",
+    "max_shard_size" (optional)}: the folder loaded with `from_pretrained`
+    and written to `out` by `save_pretrained` (safetensors or
+    pytorch_model.bin, sharded when `max_shard_size`, e.g. "40KB", is
+    smaller than the model).
+  * "save_tf": {"op", "class", "folder", "out"}: `TF<class>.from_pretrained(
+    folder, from_pt=True).save_pretrained(out)`: a tf_model.h5 (TensorFlow
+    and tf_keras are imported there, after torch).
+  * "torch_save": {"op", "file", "expected" (.npz written)}: torch.save of
+    tensors of several dtypes, views with a storage offset and strides
+    among them; `expected` their values (bfloat16 as float32).
 """
 
 import json
@@ -78,7 +90,11 @@ def run(job):
 
 
 def tokenize(job):
-  tokenizer = transformers.AutoTokenizer.from_pretrained(job["folder"])
+  if job.get("vocab_file"):  # A package's own BertTokenizer call.
+    tokenizer = transformers.BertTokenizer(
+        vocab_file=job["vocab_file"], do_lower_case=job["do_lower_case"])
+  else:
+    tokenizer = transformers.AutoTokenizer.from_pretrained(job["folder"])
   with open(job["outputs"], "w") as f:
     json.dump({"class": type(tokenizer).__name__,
                "input_ids": [tokenizer(t)["input_ids"] for t in job["texts"]]},
@@ -95,12 +111,45 @@ def from_tf1(job):
   model.save_pretrained(job["folder"], safe_serialization=True)
 
 
+def save(job):
+  model = getattr(transformers, job["class"]).from_pretrained(job["folder"])
+  kwargs = {}
+  if job.get("max_shard_size"):
+    kwargs["max_shard_size"] = job["max_shard_size"]
+  model.save_pretrained(job["out"],
+                        safe_serialization=job["safe_serialization"], **kwargs)
+
+
+def save_tf(job):
+  """transformers' own TF2 model of a PyTorch folder, as tf_model.h5."""
+  cls = getattr(transformers, "TF" + job["class"])  # torch is loaded: TF now.
+  cls.from_pretrained(job["folder"], from_pt=True).save_pretrained(job["out"])
+
+
+def torch_save(job):
+  """Tensors that are not one whole contiguous storage each, saved."""
+  gen = torch.Generator().manual_seed(0)
+  base = torch.randn(6, 5, generator=gen)
+  tensors = {
+      "transposed": base.t(), "row": base[2], "column": base[1:, 3],
+      "scalar": base[4, 4], "half": base.half()[1:3], "empty": base[:0],
+      "bfloat16": base.bfloat16().t()[1:], "double": base.double(),
+      "long": torch.arange(-3, 9).reshape(3, 4)[:, 1::2],
+      "int8": torch.arange(-4, 4, dtype=torch.int8),
+      "bool": base > 0}
+  torch.save(tensors, job["file"])
+  np.savez(job["expected"], **{
+      k: (v.float() if v.dtype == torch.bfloat16 else v).numpy()
+      for k, v in tensors.items()})
+
+
 def main(path):
   with open(path) as f:
     jobs = json.load(f)
   for job in jobs:
-    {"make": make, "run": run, "tf1": from_tf1,
-     "tokenize": tokenize}[job["op"]](job)
+    {"make": make, "run": run, "tf1": from_tf1, "tokenize": tokenize,
+     "save": save, "save_tf": save_tf,
+     "torch_save": torch_save}[job["op"]](job)
 
 
 if __name__ == "__main__":
