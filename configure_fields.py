@@ -45,7 +45,11 @@ _RUN_FIELDS = dict(
                          "None takes the model size's.", min=1),
     vocab_size=Field(30522, int, "Vocabulary size; must match vocab_file.",
                      min=1),
-    do_lower_case=Field(True, bool, "Lower-case (and strip accents) text."),
+    do_lower_case=Field(True, bool, "Lower-case (and strip accents) text. "
+                        "A source's tokenizer settings set it, else the "
+                        "shards' manifest (pre-training)."),
+    strip_accents=Field(None, (bool, type(None)), "Strip accents; None: as "
+                        "do_lower_case (BERT's rule)."),
     max_seq_length=Field(128, int, "Tokens per example.", min=1),
     learning_rate=Field(5e-4, (float, int), "Peak learning rate.", min=0),
     weight_decay_rate=Field(0.01, (float, int), "AdamW weight decay (not on "
@@ -202,6 +206,10 @@ _PRETRAIN_FIELDS = dict(
                          "(pretrain/corpus_embeddings.py); ignored with "
                          "init_checkpoint.", choices=("random", "corpus")),
     shuffle_buffer=Field(10000, int, "Examples in the shuffle buffer.", min=1),
+    allow_casing_mismatch=Field(False, bool, "Train although the shards' "
+                                "manifest records another casing "
+                                "(do_lower_case, strip_accents) than the "
+                                "model's; refused otherwise."),
 )
 
 _FINETUNE_FIELDS = dict(
@@ -261,6 +269,10 @@ _FINETUNE_FIELDS = dict(
                      ".model; default the data dir's (text/vocab_layout.py)."),
     model_dir=Field(None, (str, type(None)), "Default "
                     "<data-dir>/models/<model-name>."),
+    max_unk_fraction=Field(0.5, (float, int), "Refuse a task whose training "
+                           "text's tokens are more than this share [UNK] "
+                           "(above 0.05 a warning names the rate); 1 "
+                           "accepts any.", min=0, max=1),
 )
 
 PRETRAIN_FIELDS = dict(_RUN_FIELDS, **_PRETRAIN_FIELDS)

@@ -302,10 +302,12 @@ class VocabularySpec(object):
 
   vocab_file: a WordPiece vocab.txt or a SentencePiece .model.
   do_lower_case: WordPiece lower-cases (and strips accents).
+  strip_accents: WordPiece strips accents; None: as do_lower_case.
   """
 
   vocab_file: str
   do_lower_case: bool
+  strip_accents: Optional[bool] = None
 
   @classmethod
   def from_config(cls, config):

@@ -58,7 +58,52 @@ def build_config(data_dir, model_name, hparams):
     raise UserError("vocab file %s not found (set hparam 'vocab_file' or "
                     "put a vocab.txt or sentencepiece.model in the data "
                     "directory)." % config.vocab_file)
+  casing = _shard_casing(config, hparams)
+  if casing:
+    config = configure.PretrainingConfig(model_name, data_dir,
+                                         adopted_from=adopted,
+                                         **dict(hparams, **casing))
   return config
+
+
+def _shard_casing(config, hparams):
+  """The casing hparams to take from the shards' manifest when neither the
+  user nor the source set one ({} when they agree or nothing is recorded);
+  a UserError naming both when they were set otherwise."""
+  from pretrain import shards  # pylint: disable=g-import-not-at-top
+  recorded = shards.recorded_casing(config.pretrain_tfrecords)
+  if recorded is None or vocab_layout.is_sentencepiece(config.vocab_file):
+    return {}
+  path, theirs = recorded
+  ours = dict(do_lower_case=config.do_lower_case,
+              strip_accents=config.do_lower_case if config.strip_accents
+              is None else config.strip_accents)
+  if ours == theirs:
+    return {}
+
+  def text(c):
+    return ", ".join("%s %s" % (k, str(v).lower())
+                     for k, v in sorted(c.items()))
+  if not any(k in hparams for k in theirs):
+    print("casing: %s, as the shards' manifest %s records" % (
+        text(theirs), path), flush=True)
+    return theirs
+  message = ("the shards were built with %s (%s) but the model's text "
+             "settings are %s (%s)" % (
+                 text(theirs), path, text(ours),
+                 "adopted from %s" % config.adopted_from["source"]
+                 if config.adopted_from and any(
+                     k in config.adopted_from["hparams"] for k in theirs)
+                 else "hparams"))
+  if config.allow_casing_mismatch:
+    print("warning: %s; training anyway (allow_casing_mismatch)." % message,
+          flush=True)
+    return {}
+  raise UserError("%s: their token ids were made from other text than the "
+                  "model reads. Rebuild the shards with "
+                  "build_pretraining_dataset.py --%sdo-lower-case, or set "
+                  "hparam \"allow_casing_mismatch\": true to train anyway." %
+                  (message, "" if ours["do_lower_case"] else "no-"))
 
 
 def main(argv=None):
@@ -101,7 +146,6 @@ def main(argv=None):
 
 def _pretrain(config, strategy):
   """Trains and/or evaluates, with the model directory locked."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from interop import saved_config
   from pretrain import trainer as trainer_lib
   from util import process_setup
@@ -130,7 +174,7 @@ def _pretrain(config, strategy):
       trainer.train()
     else:
       trainer.restore()
-      if not tf.train.latest_checkpoint(trainer.checkpoint_dir):
+      if not trainer.checkpoints.latest():
         raise UserError("do_train is false but %s holds no checkpoint to "
                         "evaluate; pre-train first." % trainer.checkpoint_dir)
     if config.do_eval:

@@ -223,6 +223,14 @@ def _encoder(vocabulary, max_seq_length, sentencepiece_model,
       vocabulary.vocab_file):
     raise UserError("vocab file %s not found; set hparam vocab_file." %
                     vocabulary.vocab_file)
+  strip = getattr(vocabulary, "strip_accents", None)
+  if not sentencepiece_model and strip is not None and (
+      strip != vocabulary.do_lower_case):
+    raise UserError(
+        "strip_accents %s with do_lower_case %s: the exported model's "
+        "in-graph tokenizer (tensorflow-text) strips accents exactly when it "
+        "lower-cases; export as hf, or as tf1." % (
+            str(strip).lower(), str(vocabulary.do_lower_case).lower()))
   return encoder_class(max_seq_length, vocabulary.vocab_file,
                        vocabulary.do_lower_case, sentencepiece_model,
                        truncation_rule)

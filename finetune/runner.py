@@ -14,13 +14,13 @@ import json
 import os
 
 from absl import logging as absl_logging
-import tensorflow as tf
 
 import configure
 import configure_finetuning_specs
 from finetune import preprocessing
 from finetune import results as results_lib
 from finetune import task_builder
+from finetune import unknown_tokens
 from finetune.trainer import Trainer
 from interop import checkpoints
 from interop import loader as interop_loader
@@ -91,7 +91,7 @@ def resolve_init_checkpoint(config):
     return path  # HF or Google TF1: Trainer.init_encoder loads it.
   if path is None:
     path = checkpoints.pretrained_checkpoint_dir(config.model_dir)
-    if not (io_utils.is_dir(path) and tf.train.latest_checkpoint(path)):
+    if not (io_utils.is_dir(path) and checkpoints.newest_on_disk(path)):
       raise UserError(
           "no pre-trained checkpoint in %s. Pre-train model %r first, set "
           "hparam 'init_checkpoint' to a checkpoint, or set it to \"none\" "
@@ -201,6 +201,10 @@ def run_finetuning(config):
   # Every task's files are read and checked before the first model is built.
   splits = [_load_splits(config, task) for task in tasks]
   io_utils.check_writable(config.model_dir, depth=2)
+  for task, (train, _, _) in zip(tasks, splits):
+    if train is not None:
+      unknown_tokens.check_unknown_rate(task.name, train.features, tokenizer,
+                                        config.max_unk_fraction, log)
   with run_lock.locked(config.model_dir, strategy.extended.should_checkpoint):
     return {task.name: run_task(config, task, task_splits, strategy,
                                 init_checkpoint)

@@ -207,6 +207,8 @@ def adopt(config_cls, model_name, data_dir, user_hparams, source,
       "vocab_file" not in user_hparams):
     adopted["vocab_file"] = found["vocab_file"]
   hparams = convert.merge_hparams(adopted, user_hparams)
+  for note in found.get("notes", ()):
+    log(note)
   if adopted:
     log("adopted from %s: %s" % (source, _flat(adopted)))
   try:

@@ -11,7 +11,6 @@ TF1 sources (no file written, nothing logged); `pretraining_config` builds
 the config of a run of ours from its saved and the user's hparams.
 """
 
-import itertools
 import posixpath
 
 import numpy as np
@@ -19,10 +18,10 @@ import numpy as np
 import configure
 from interop import checkpoints
 from interop import hf
+from interop import hf_tokenizer
 from interop import loader
 from interop import saved_config
 from util import io_utils
-from text import vocab_layout
 from util.errors import UserError
 
 _ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -34,7 +33,7 @@ _ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads",
 STRICT_KEYS = ("relative_position", "relative_num_buckets",
                "relative_max_distance")
 _DEFAULT_KEYS = ("untied_generator", "untied_generator_embeddings",
-                 "untied_mlm_output", "do_lower_case")
+                 "untied_mlm_output", "do_lower_case", "strip_accents")
 _WORD = "electra.embeddings.word_embeddings.weight"
 # generator_lr_multiplier for a source without a generator.
 ENCODER_ONLY_GENERATOR_LR_MULTIPLIER = 10.0
@@ -62,34 +61,45 @@ def _network_hparams(disc, gen):
 
 
 def _tying_hparams(tensors):
-  """untied_* hparams of an HF or TF1 source whose networks' tables differ."""
+  """untied_* hparams of an HF or TF1 source whose networks' tables differ.
+
+  The MLM output matrix is compared with G's word table, or with D's when
+  G has none of its own (a BERT masked-LM's head sits on its one encoder);
+  a source that stores no output matrix ties it (HF drops tied copies).
+  """
   gen, disc = tensors.get("generator", {}), tensors.get("discriminator", {})
   hparams = {}
   if _WORD in gen and _WORD in disc and not np.array_equal(gen[_WORD],
                                                            disc[_WORD]):
     hparams["untied_generator_embeddings"] = True
-  if "generator_lm_head.weight" in gen and not np.array_equal(
-      gen["generator_lm_head.weight"], gen.get(_WORD)):
+  output = gen.get("generator_lm_head.weight")
+  table = gen.get(_WORD, disc.get(_WORD))
+  if output is not None and (table is None or
+                             not np.array_equal(output, table)):
     hparams["untied_mlm_output"] = True
   return hparams
 
 
-def _tokenizer_files(source):
-  """(vocabulary, do_lower_case or None) beside an HF or TF1 source: its
-  vocab.txt, or the sentencepiece.model our HF export writes."""
+def _source_folders(source):
+  """The folders whose files describe an HF or TF1 source's tokenizer."""
   directory = (source if io_utils.is_dir(source) else
                posixpath.dirname(source))
-  for folder, name in itertools.product(
-      (directory, posixpath.join(directory, "discriminator"),
-       posixpath.join(directory, "generator")),
-      (vocab_layout.WORDPIECE_FILE, vocab_layout.SENTENCEPIECE_FILE)):
-    vocab = posixpath.join(folder, name)
-    if io_utils.is_file(vocab):
-      settings = posixpath.join(folder, "tokenizer_config.json")
-      lower = (io_utils.read_json(settings).get("do_lower_case")
-               if io_utils.is_file(settings) else None)
-      return vocab, lower
-  return None, None
+  return [directory] + [posixpath.join(directory, role)
+                        for role in ("discriminator", "generator")]
+
+
+def _tokenizer_hparams(facts, max_positions):
+  """Our hparams of a source's `hf_tokenizer.TokenizerFacts`."""
+  hparams = {}
+  if facts.do_lower_case is not None:
+    hparams["do_lower_case"] = facts.do_lower_case
+  if facts.strip_accents is not None:
+    hparams["strip_accents"] = facts.strip_accents
+  default_length = configure.PretrainingConfig.FIELDS["max_seq_length"].default
+  if facts.model_max_length and facts.model_max_length < min(
+      default_length, max_positions):
+    hparams["max_seq_length"] = facts.model_max_length
+  return hparams
 
 
 def _describe_foreign(source, num_attention_heads):
@@ -103,11 +113,10 @@ def _describe_foreign(source, num_attention_heads):
     # catch up (docs/method.md §3, measured in
     # studies/configs/released_minilm.md).
     hparams["generator_lr_multiplier"] = ENCODER_ONLY_GENERATOR_LR_MULTIPLIER
-  vocab, lower = _tokenizer_files(source)
-  if isinstance(lower, bool):
-    hparams["do_lower_case"] = lower
+  facts = hf_tokenizer.tokenizer_of(_source_folders(source))
+  hparams.update(_tokenizer_hparams(facts, disc["max_position_embeddings"]))
   return dict(description=data["description"], hparams=hparams,
-              sizes=sizes, vocab_file=vocab)
+              sizes=sizes, vocab_file=facts.vocab_file, notes=facts.notes)
 
 
 def _describe_ours(source):

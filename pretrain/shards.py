@@ -139,6 +139,25 @@ def check_vocabulary(files, vocab_file, hparam="pretrain_tfrecords"):
           else "--vocab-file", vocab_file))
 
 
+def recorded_casing(file_pattern):
+  """(manifest path, {"do_lower_case", "strip_accents"}) that the manifest
+  beside the shards of `file_pattern` records for a WordPiece build; None
+  when nothing matches, there is no manifest, or the shards are of a
+  SentencePiece model (its own normalisation applies)."""
+  files = sorted(io_utils.glob(file_pattern))
+  if not files:
+    return None
+  path = posixpath.join(posixpath.dirname(files[0]), MANIFEST)
+  manifest = read_manifest(path)
+  settings = (manifest or {}).get("settings", {})
+  lower = settings.get("do_lower_case")
+  if settings.get("sentencepiece_model") or not isinstance(lower, bool):
+    return None
+  strip = settings.get("strip_accents")
+  return path, dict(do_lower_case=lower,
+                    strip_accents=lower if strip is None else bool(strip))
+
+
 def read_manifest(path):
   """The builder's manifest.json at `path` as a dict, or None when there
   is none; a UserError when it is truncated or not a manifest."""

@@ -316,8 +316,9 @@ def tokenizer_for(source, do_lower_case=True, strip_accents=None,
   Args:
     source: a vocabulary file (a WordPiece vocab.txt or a SentencePiece
       `.model`), a data directory (its vocabulary: text/vocab_layout.py),
-      or a configure_specs.VocabularySpec: its `vocab_file` and
-      `do_lower_case`, which then replace the argument.
+      or a configure_specs.VocabularySpec: its `vocab_file`,
+      `do_lower_case` and `strip_accents`, which then replace the
+      arguments.
     do_lower_case, strip_accents: WordPiece only (a SentencePiece model
       normalizes text by its own rules).
     single_thread: see WordPieceTokenizer.
@@ -332,6 +333,7 @@ def tokenizer_for(source, do_lower_case=True, strip_accents=None,
   path = source
   if hasattr(source, "vocab_file"):
     path, do_lower_case = source.vocab_file, source.do_lower_case
+    strip_accents = getattr(source, "strip_accents", None)
   elif io_utils.is_dir(source):
     path = vocab_layout.data_dir_vocabulary(source)
   if vocab_layout.is_sentencepiece(path):

@@ -19,6 +19,7 @@ from pretrain.dataset_builder.examples import ExampleBuilder
 from pretrain.dataset_builder.progress import Progress
 from pretrain.tfrecord_shards import ShardWriter
 from pretrain.tfrecord_shards import hold_out_tail
+from text import casing
 from util import corpus as corpus_lib
 from util.errors import UserError
 
@@ -68,6 +69,7 @@ class Tally(object):
   # (build_dataset sets both).
   max_unk_fraction = MAX_UNK_FRACTION
   vocabulary = None
+  unknown_hint = None  # text/casing.py's cause, for a WordPiece vocabulary.
 
   def __init__(self, files, skipped, progress_stream=None):
     self.num_files = len(files)
@@ -149,13 +151,15 @@ def _check_unknown_tokens(tally):
   written = tally.totals["train_tokens"] + tally.totals["heldout_tokens"]
   unk = tally.totals["unk_tokens"]
   if written and unk / written > tally.max_unk_fraction:
+    hint = tally.unknown_hint or (
+        "learn a vocabulary from it with build_vocab.py")
     raise UserError(
         "%.1f%% of the %d tokens written are [UNK] (more than "
         "--max-unk-fraction %g): the vocabulary %s does not cover this "
-        "corpus. Learn one from it with build_vocab.py, or raise "
-        "--max-unk-fraction to build anyway; nothing was written." % (
-            100.0 * unk / written, written, tally.max_unk_fraction,
-            tally.vocabulary or "given"))
+        "corpus; %s. Or raise --max-unk-fraction to build anyway; nothing "
+        "was written." % (100.0 * unk / written, written,
+                          tally.max_unk_fraction,
+                          tally.vocabulary or "given", hint))
 
 
 def _hold_out_examples(train, heldout, tally, heldout_fraction, output_dir,
@@ -272,6 +276,10 @@ def _build_locked(corpus_dir, output_dir, tokenizer, files, skipped, start,
   tally.max_unk_fraction = max_unk_fraction
   tally.vocabulary = (settings or {}).get("sentencepiece_model") or (
       settings or {}).get("vocab_file")
+  if tokenizer.kind == "wordpiece":
+    tally.unknown_hint = casing.unknown_hint(
+        tokenizer.vocab, tokenizer.do_lower_case,
+        "build with --no-do-lower-case", "build with --do-lower-case")
   setup_seconds = time.time() - start
   train, heldout, heldout_unit = _write_shards(
       builder, tally, corpus_dir, output_dir, num_shards, num_processes,
