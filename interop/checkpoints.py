@@ -8,23 +8,27 @@ generator, the heads and the optimizer slots are not needed.
 """
 
 import os
+import re
 
 import tensorflow as tf
 
 from util.errors import UserError
 
 
-def resolve_checkpoint(path):
+def resolve_checkpoint(path, log=None):
   """A checkpoint prefix from a prefix, a directory of checkpoints (its
-  latest) or a pre-training model directory holding `checkpoints/`."""
+  newest intact one, `latest_intact`) or a pre-training model directory
+  holding `checkpoints/`. The prefix is checked readable (`verify`): a
+  corrupt or truncated one is a UserError naming its files."""
   # A prefix first: on ram:// every prefix of a file name is a "directory".
   if path and tf.io.gfile.exists(path + ".index"):
+    verify(path)
     return path
-  if (path and tf.io.gfile.isdir(path) and not tf.train.latest_checkpoint(path)
+  if (path and tf.io.gfile.isdir(path) and not _numbered(path)
       and tf.io.gfile.isdir(pretrained_checkpoint_dir(path))):
     path = pretrained_checkpoint_dir(path)
   if path and tf.io.gfile.isdir(path):
-    latest = tf.train.latest_checkpoint(path)
+    latest = latest_intact(path, log=log)
     if latest is None:
       raise UserError("no checkpoint found in directory %s." % path)
     return latest
@@ -32,6 +36,100 @@ def resolve_checkpoint(path):
     raise UserError("checkpoint %s not found (expected %s.index)." %
                     (path, path))
   return path
+
+
+_NUMBERED = re.compile(r"-(\d+)\.index$")
+
+
+def _numbered(directory):
+  """[(step, prefix)] of the `<name>-N.index` checkpoints in `directory`,
+  newest first."""
+  found = []
+  for index in tf.io.gfile.glob(os.path.join(directory, "*.index")):
+    match = _NUMBERED.search(index)
+    if match:
+      found.append((int(match.group(1)), index[:-len(".index")]))
+  return sorted(found, reverse=True)
+
+
+def newest_on_disk(directory):
+  """The prefix of the highest-numbered checkpoint file in `directory`,
+  whether or not the state file names it (unverified), or None."""
+  numbered = _numbered(directory)
+  return numbered[0][1] if numbered else None
+
+
+def verify(prefix):
+  """Reads every tensor of the checkpoint at `prefix`; a UserError naming
+  it and the fault when its `.index` or a `.data` shard is missing,
+  truncated or corrupt (TensorFlow checks lengths and checksums)."""
+  reader = load_checkpoint(prefix)
+  try:
+    for name, dtype in reader.get_variable_to_dtype_map().items():
+      if dtype != tf.variant:  # An input iterator's state: no numpy form.
+        reader.get_tensor(name)
+  except (tf.errors.OpError, ValueError, IndexError) as e:
+    raise UserError(
+        "checkpoint %s is damaged: %s.data-* cannot be read (%s). Point at "
+        "another checkpoint (its directory takes the newest intact one)." % (
+            prefix, prefix,
+            getattr(e, "message", None) or str(e).splitlines()[0]))
+
+
+def _remove_orphans(directory, log):
+  """Removes the `<prefix>_temp/` folders a save killed midway left."""
+  for path in tf.io.gfile.glob(os.path.join(directory, "*_temp")):
+    if tf.io.gfile.isdir(path):
+      tf.io.gfile.rmtree(path)
+      log("removed %s, left by a save that did not finish" % path)
+
+
+def latest_intact(directory, log=None, repair=False):
+  """The newest checkpoint in `directory` whose files all read, or None.
+
+  The checkpoint files are the truth, not the `checkpoint` state file: a
+  state file that is missing or names a checkpoint that is gone or damaged
+  does not hide the intact ones. Each checkpoint skipped is named with the
+  reason, through `log`.
+
+  Args:
+    directory: a directory of `<name>-N` checkpoints.
+    log: gets one line per checkpoint skipped and per repair.
+    repair: rewrite the state file to name the checkpoint found, and remove
+      orphan `_temp` folders (the writer of the directory does this).
+  Raises UserError when checkpoints exist but none is intact.
+  """
+  log = log or (lambda _: None)
+  numbered = _numbered(directory)
+  skipped = []
+  for _, prefix in numbered:
+    try:
+      verify(prefix)
+    except UserError as e:
+      skipped.append(prefix)
+      log("skipped checkpoint %s: %s" % (prefix, str(e).split(": ", 1)[-1]))
+      continue
+    state = tf.train.get_checkpoint_state(directory)
+    named = state.model_checkpoint_path if state else None
+    if repair and (named is None or os.path.basename(named) !=
+                   os.path.basename(prefix)):
+      # Relative names, as tf.train.CheckpointManager writes them.
+      tf.compat.v1.train.update_checkpoint_state(
+          directory, os.path.basename(prefix), all_model_checkpoint_paths=[
+              os.path.basename(p) for _, p in reversed(numbered)
+              if p not in skipped])
+      log("the checkpoint state file of %s named %s; it now names %s, the "
+          "newest intact checkpoint" % (directory, named or "nothing",
+                                        prefix))
+    if repair:
+      _remove_orphans(directory, log)
+    return prefix
+  if numbered:
+    raise UserError(
+        "no checkpoint in %s can be read (%s): each is damaged. Nothing was "
+        "changed; move them away (or choose another --model-name) to start "
+        "over." % (directory, ", ".join(p for _, p in numbered)))
+  return None
 
 
 def load_checkpoint(prefix):

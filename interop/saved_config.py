@@ -11,7 +11,6 @@ refuses to resume checkpoints written by a model of another shape
 import json
 import os
 
-import tensorflow as tf
 
 from interop import checkpoints as checkpoints_lib
 from model.transformer_hparams import EMBEDDING_KEYS
@@ -127,7 +126,8 @@ def _resumed(config):
   checkpoint or no config.json."""
   path = os.path.join(config.model_dir, "config.json")
   ckpt_dir = checkpoints_lib.pretrained_checkpoint_dir(config.model_dir)
-  latest = tf.train.latest_checkpoint(ckpt_dir)
+  # The files, not the state file, say whether there is a run to resume.
+  latest = checkpoints_lib.newest_on_disk(ckpt_dir)
   if not (io_utils.exists(path) and latest):
     return None
   return path, ckpt_dir, latest

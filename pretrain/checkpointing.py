@@ -75,6 +75,7 @@ class PretrainingCheckpoints(object):
     self._corpus_embeddings = corpus_embeddings
     self._log = log
     self._warm_started = False
+    self._checked = False
     # Host-side bookkeeping, saved with each checkpoint: how many training
     # examples were consumed, and the settings of the stream they came from.
     with tf.device("/cpu:0"):
@@ -89,7 +90,14 @@ class PretrainingCheckpoints(object):
       shutil.rmtree(self.save_dir, ignore_errors=True)
 
   def latest(self):
-    """The latest checkpoint's prefix, or None."""
+    """The latest checkpoint's prefix, or None. The first call finds the
+    newest intact one from the files (`checkpoints.latest_intact`: a lost
+    or stale state file, a damaged newest checkpoint) and, on the chief,
+    repairs the state file before the run saves next to it."""
+    if not self._checked:
+      self._checked = True
+      return checkpoints_lib.latest_intact(
+          self.checkpoint_dir, log=self._log, repair=self.is_chief)
     return tf.train.latest_checkpoint(self.checkpoint_dir)
 
   def count_examples(self, num_examples):
