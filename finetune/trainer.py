@@ -15,7 +15,6 @@ gradients overflow is skipped and counted in the progress line.
 """
 
 import collections
-import math
 import os
 import time
 
@@ -36,21 +35,12 @@ from model.builders import build_discriminator_encoder
 from training import loop as loop_lib
 from training import optimization
 from training import train_step as train_step_lib
+from finetune.schedule import train_schedule
 from util import io_utils
 from util.errors import UserError
 from util.io_utils import write_json_atomic
 
 BEST_DIR = "best"
-
-
-def train_schedule(num_examples, batch_size, num_epochs):
-  """(num_train_steps, steps at which to evaluate: each epoch end and last)."""
-  steps_per_epoch = num_examples / float(batch_size)
-  num_steps = max(1, int(num_examples * num_epochs / batch_size))
-  eval_steps = {num_steps}
-  for epoch in range(1, int(math.ceil(num_epochs)) + 1):
-    eval_steps.add(min(num_steps, max(1, int(round(epoch * steps_per_epoch)))))
-  return num_steps, sorted(eval_steps)
 
 
 class Trainer(object):
