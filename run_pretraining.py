@@ -18,6 +18,7 @@ import logging
 import os
 
 from util.cli import tensorflow_startup
+from util.cli import log_line
 from util.cli import run_main
 
 tensorflow_startup()
@@ -152,8 +153,7 @@ def _pretrain(config, strategy):
   from util import xla_fusion
   saved_config.check_saved_config(config)
 
-  def log(message):
-    print(message, flush=True)
+  log = log_line
 
   changed = saved_config.changed_on_resume(config, configure.PRETRAIN_FIELDS)
   if changed:

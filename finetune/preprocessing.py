@@ -66,6 +66,13 @@ def encode_pair(tokenizer, ids_a, ids_b, max_seq_length):
   Returns (input_ids, input_mask, segment_ids), lists of max_seq_length.
   """
   pair = ids_b is not None
+  needed = 5 if pair else 3  # [CLS] a [SEP] (b [SEP]), a token of each.
+  if max_seq_length < needed:
+    raise UserError(
+        "max_seq_length %d is below the %d tokens an example of %s needs "
+        "(%s, one token of each text); raise hparam max_seq_length." % (
+            max_seq_length, needed, "two texts" if pair else "one text",
+            "[CLS] A [SEP] B [SEP]" if pair else "[CLS] A [SEP]"))
   ids_a, ids_b = list(ids_a), list(ids_b) if pair else []
   truncate_pair(ids_a, ids_b, max_seq_length - (3 if pair else 2))
   ids = [tokenizer.cls_id] + ids_a + [tokenizer.sep_id]

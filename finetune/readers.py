@@ -158,6 +158,10 @@ def check_utf8(path):
     pass
 
 
+# The largest field csv.field_size_limit accepts on every platform (a C long).
+_MAX_FIELD = 2**31 - 1
+
+
 def read_csv(path):
   """Reads a comma-separated file with a header row (RFC 4180 quoting: a
   field may hold commas, quotes doubled, and line breaks inside quotes).
@@ -166,6 +170,10 @@ def read_csv(path):
   Blank lines are skipped. A row whose number of fields is not the header's
   is an error naming the line.
   """
+  # Python's csv refuses fields over 128 KiB by default; the TSV reader
+  # takes any size, and so does this one.
+  if csv.field_size_limit() < _MAX_FIELD:
+    csv.field_size_limit(_MAX_FIELD)
   reader = csv.reader((line for _, line in utf8_lines(path)), strict=True)
   columns, rows = None, []
   start = 1

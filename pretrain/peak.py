@@ -154,6 +154,10 @@ def measure_read_bandwidth(megabytes=256, repeats=5):
   return values.shape.num_elements() * 4 / best
 
 
+# Cache paths already reported unwritable in this process (warned once).
+_UNWRITABLE = set()
+
+
 def default_cache_path():
   root = os.environ.get("XDG_CACHE_HOME") or os.path.join(
       os.path.expanduser("~"), ".cache")
@@ -202,8 +206,13 @@ def _store(path, cache, key, flops, **details):
                                            time.gmtime()), **details)
   try:
     io_utils.write_json_atomic(path, cache)
-  except OSError:
-    pass  # a read-only home: measured again, or the run's own rate, next time
+  except (OSError, tf.errors.OpError) as e:
+    # A read-only or missing home: measured again next time; never fatal.
+    if path not in _UNWRITABLE:
+      _UNWRITABLE.add(path)
+      print("warning: the peak FLOP/s cache %s cannot be written (%s); "
+            "running without it." % (
+                path, getattr(e, "message", None) or e), flush=True)
 
 
 def raise_cached_probe_peak(dtype, device, flops, cache_path=None):

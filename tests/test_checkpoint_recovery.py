@@ -135,3 +135,30 @@ def test_the_state_file_is_not_needed_to_fine_tune(trained, tmp_path):
       env=run_.env)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "ckpt-8" in proc.stdout
+
+
+def test_a_closed_standard_output_saves_the_step_reached(tmp_path):
+  """`run_pretraining.py ... | head`: the reader goes away mid-run; the
+  run saves the step reached as a stop signal would and exits 141 (128 +
+  SIGPIPE) without a traceback; the same command resumes there."""
+  pretraining = _TinyPretraining(tmp_path, save_checkpoints_steps=100000)
+  proc = subprocess.Popen(pretraining.argv(100000), cwd=paths.REPO,
+                          env=pretraining.env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+  try:
+    for line in proc.stdout:
+      if line.startswith("step 6/"):
+        break
+    proc.stdout.close()  # As `head` does once it has its lines.
+    err = proc.stderr.read()
+    proc.wait(timeout=300)
+  finally:
+    proc.kill()
+  assert proc.returncode == 141, err[-3000:]
+  assert "Traceback" not in err, err[-3000:]
+  stopped = [line for line in err.splitlines() if line.startswith("stopped:")]
+  assert len(stopped) == 1, err[-3000:]
+  step = int(stopped[0].split("interrupted at step ")[1].split()[0])
+  assert step >= 6
+  assert os.path.exists(os.path.join(pretraining.checkpoints,
+                                     "ckpt-%d.index" % step))

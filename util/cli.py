@@ -58,6 +58,20 @@ def run_main(main, argv=None):
     sys.exit(128 + signum)
 
 
+def log_line(line):
+  """Prints `line` to standard output, flushed. Once the reader of the
+  output has gone (`... | head`), standard output is pointed at /dev/null
+  and the run goes on: in a training loop the SIGPIPE that the failed
+  write sent is a stop request (util/interrupt.py), so the loop saves the
+  step reached and ends with exit 141 (128 + SIGPIPE)."""
+  try:
+    print(line, flush=True)
+  except BrokenPipeError:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _say(line):
   try:
     sys.stderr.write(line)

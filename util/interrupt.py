@@ -27,8 +27,12 @@ import sys
 import threading
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# In a loop that saves on a stop, a closed standard output (`... | head`)
+# is one more: the write that met it sends SIGPIPE (util/cli.log_line
+# keeps the write itself from failing).
+_LOOP_SIGNALS = STOP_SIGNALS + (signal.SIGPIPE,)
 _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM",
-          signal.SIGHUP: "SIGHUP"}
+          signal.SIGHUP: "SIGHUP", signal.SIGPIPE: "closed output (SIGPIPE)"}
 
 
 def signal_name(signum):
@@ -92,15 +96,16 @@ class StopRequest(object):
 
 @contextlib.contextmanager
 def stop_requests():
-  """Yields a `StopRequest` that SIGINT, SIGTERM and SIGHUP set while the
-  block runs (the previous handlers are restored after). Outside the main
-  thread nothing is ever requested."""
+  """Yields a `StopRequest` that SIGINT, SIGTERM, SIGHUP and SIGPIPE (a
+  closed standard output) set while the block runs (the previous handlers
+  are restored after). Outside the main thread nothing is ever
+  requested."""
   request = StopRequest()
   if not _in_main_thread():
     yield request
     return
   previous = {s: signal.signal(s, request._handle)  # pylint: disable=protected-access
-              for s in STOP_SIGNALS}
+              for s in _LOOP_SIGNALS}
   try:
     yield request
   finally:

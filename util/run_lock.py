@@ -12,6 +12,7 @@ object stores (gs://, ram://) have no exclusive create.
 import contextlib
 import os
 import socket
+import time
 
 from util.errors import UserError
 
@@ -50,31 +51,57 @@ def is_held_by(pid):
   return _alive(pid)
 
 
+# An empty or unreadable lock younger than this is being written; older,
+# it was left by a writer that failed (a full disk) and is stale.
+_WRITING_SECONDS = 10.0
+
+
 def is_held(path):
   """Whether a live process (or one on another host) holds `path`."""
   found = holder(path)
   if found is None:
-    return os.path.exists(path)  # Being written this moment.
+    try:
+      return time.time() - os.path.getmtime(path) < _WRITING_SECONDS
+    except OSError:
+      return False  # Gone.
   pid, host = found
   return host != socket.gethostname() or _alive(pid)
 
 
-def try_acquire(path):
+def _stale_reason(path):
+  """Why the lock at `path`, not held, is stale (for the take-over line)."""
+  found = holder(path)
+  if found is None:
+    return "it names no process (empty or unreadable)"
+  return "its process %d on this host is gone" % found[0]
+
+
+def try_acquire(path, log=None):
   """Creates lock file `path` for this process; False when a live process
-  holds it. A stale lock (its process dead on this host) is taken over."""
+  holds it. A stale lock (its process dead on this host, or empty or
+  garbage and not being written) is taken over, with one line to `log`. A
+  lock that cannot be written (a full disk) is removed again: UserError."""
   for _ in range(2):
     try:
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
       if is_held(path):
         return False
+      reason = _stale_reason(path)
       try:
-        os.remove(path)  # Stale: its process died.
+        os.remove(path)
       except FileNotFoundError:
-        pass
+        continue
+      if log:
+        log("lock file %s: %s; taken over" % (path, reason))
       continue
-    with os.fdopen(fd, "w") as f:
-      f.write("%d %s" % (os.getpid(), socket.gethostname()))
+    try:
+      with os.fdopen(fd, "w") as f:
+        f.write("%d %s" % (os.getpid(), socket.gethostname()))
+    except OSError as e:
+      os.remove(path)  # Never leave an empty lock behind.
+      raise UserError("cannot write lock file %s (%s); free space or fix "
+                      "the directory, then re-run." % (path, e)) from None
     return True
   return False
 
@@ -101,7 +128,7 @@ def locked(directory, enabled=True, what="model directory",
     return
   os.makedirs(directory, exist_ok=True)  # Callers checked it is writable.
   path = os.path.join(directory, name)
-  if not try_acquire(path):
+  if not try_acquire(path, log=lambda line: print(line, flush=True)):
     pid, host = holder(path) or (None, None)
     raise UserError(
         "%s %s is in use by another run (pid %s on host %s; lock file %s). "

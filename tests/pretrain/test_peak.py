@@ -169,3 +169,16 @@ def test_a_given_peak_is_kept_even_when_a_window_beats_it():
       learning_rate=lambda: 1e-3, loss_scale=lambda: 1.0)
   _window(report, 2.0)
   assert lines[-1].endswith("MFU 200.00%") and len(lines) == 1
+
+
+def test_an_unwritable_cache_is_one_warning_never_an_error(tmp_path, capsys):
+  """A read-only or missing home (here: the cache's folder is a file) runs
+  without the cache, warned once."""
+  (tmp_path / "home").write_text("a file, not a folder")
+  path = str(tmp_path / "home" / "electra-hp" / "peak.json")
+  for _ in range(2):
+    flops, cached = peak.cached_probe_peak("float32", "cpu", cache_path=path,
+                                           measure=lambda dtype: 2e9)
+    assert (flops, cached) == (2e9, False)
+  out = capsys.readouterr().out
+  assert out.count("cannot be written") == 1 and path in out
