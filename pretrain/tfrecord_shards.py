@@ -91,12 +91,20 @@ class ShardWriter(object):
     self.discard()
 
   def discard(self):
+    """Removes the temporary shards, even when closing them fails (a full
+    disk fails the last flush too)."""
     if self._writers is not None:
       for w in self._writers:
-        w.close()
+        try:
+          w.close()
+        except Exception:  # pylint: disable=broad-except
+          pass  # The file goes below either way.
     for tmp in self._tmp:
-      if io_utils.exists(tmp):
-        io_utils.remove(tmp)
+      try:
+        if io_utils.exists(tmp):
+          io_utils.remove(tmp)
+      except Exception:  # pylint: disable=broad-except
+        pass  # Best effort: the next build removes leftovers too.
 
   def summary(self):
     return [{"file": name, "examples": c}

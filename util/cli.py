@@ -1,5 +1,6 @@
 """Entry-point helpers: TensorFlow start-up settings, user errors -> exit 2."""
 
+import errno
 import os
 import sys
 
@@ -51,11 +52,37 @@ def run_main(main, argv=None):
     _say("%s: %s\n" % (
         "stopped" if isinstance(e, Interrupted) else "error", e))
     sys.exit(e.exit_code)
+  except Exception as e:  # pylint: disable=broad-except
+    message = full_disk_message(e)
+    if message is None:
+      raise
+    _say("error: %s\n" % message)
+    sys.exit(2)
   except KeyboardInterrupt as e:
     signum = interrupt.stop_signal(e)
     _say("stopped: interrupted (%s); the last checkpoint or output written "
          "before it is kept.\n" % interrupt.signal_name(signum))
     sys.exit(128 + signum)
+
+
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_FULL_TEXTS = ("No space left on device", "Disk quota exceeded",
+               "File too large")
+
+
+def full_disk_message(error):
+  """The one line for an error that is a full disk (an OSError of ENOSPC,
+  EDQUOT or EFBIG, or TensorFlow's error of one), else None."""
+  text = str(error)
+  if not (isinstance(error, OSError) and error.errno in _FULL_ERRNOS or
+          any(t in text for t in _FULL_TEXTS)):
+    return None
+  where = getattr(error, "filename", None)
+  return ("the disk is full (%s)%s. What was finished before is kept "
+          "(checkpoints and outputs are written whole, or not at all); free "
+          "space and re-run the same command." % (
+              text.splitlines()[0] if text else type(error).__name__,
+              ": %s could not be written" % where if where else ""))
 
 
 def log_line(line):
